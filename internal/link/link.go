@@ -1,0 +1,18 @@
+// Package link connects tipkv's sub-packages to the internals of the root
+// package without putting those internals in the public API. The root
+// package sets these functions in its init; versioned/ and queue/ call them.
+package link
+
+import "github.com/tipkv/tipkv/internal/storage"
+
+var (
+	// Store returns the storage of a *tipkv.DB.
+	Store func(db any) (storage.Store, error)
+	// Write runs f with the Tx of a tipkv.Writer: a *tipkv.DB commits a new
+	// Tx alone after f returns, a *tipkv.Batch passes its own Tx.
+	Write func(w any, f func(*storage.Tx) error) error
+	// Services returns the per-DB registry where packages keep in-memory
+	// state (version caches, queue watermarks) shared by every handle of
+	// one DB.
+	Services func(db any) (*Registry, error)
+)

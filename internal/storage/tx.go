@@ -1,0 +1,71 @@
+package storage
+
+// Tx is one write in progress: the batch it fills and the hooks that tipkv's
+// packages hang on its outcome. The root package creates a Tx for every
+// DB.Update and every write made directly on a DB, and runs the hooks; it is
+// not safe for concurrent use.
+type Tx struct {
+	// Batch receives the writes.
+	Batch Batch
+	// Owner identifies the store the Tx writes to, so a package can refuse
+	// a Tx of another store.
+	Owner any
+
+	applied   []func()
+	committed []func()
+	aborted   []func()
+	state     map[any]any
+}
+
+// OnApplied registers f to run once the batch is visible to readers, before
+// the durability wait. Hooks run in registration order.
+func (t *Tx) OnApplied(f func()) { t.applied = append(t.applied, f) }
+
+// OnCommit registers f to run once the batch is visible and durable (as
+// durable as the write asked for).
+func (t *Tx) OnCommit(f func()) { t.committed = append(t.committed, f) }
+
+// OnAbort registers f to run when the batch will not be applied: the Update
+// function failed, or Apply failed.
+func (t *Tx) OnAbort(f func()) { t.aborted = append(t.aborted, f) }
+
+// State returns the value a package keeps in this Tx under key, creating it
+// with init on first use.
+func (t *Tx) State(key any, init func() any) any {
+	if v, ok := t.state[key]; ok {
+		return v
+	}
+	if t.state == nil {
+		t.state = make(map[any]any)
+	}
+	v := init()
+	t.state[key] = v
+	return v
+}
+
+// Commit applies the batch and runs the hooks: OnApplied hooks after Apply,
+// OnCommit hooks after Wait, OnAbort hooks if Apply fails. If Wait fails the
+// writes are visible but their durability is unknown; neither OnCommit nor
+// OnAbort hooks run.
+func (t *Tx) Commit(sync bool) error {
+	if err := t.Batch.Apply(sync); err != nil {
+		t.Abort()
+		return err
+	}
+	run(t.applied)
+	if err := t.Batch.Wait(); err != nil {
+		return err
+	}
+	run(t.committed)
+	return nil
+}
+
+// Abort runs the OnAbort hooks. It is called instead of Commit when the
+// batch is discarded.
+func (t *Tx) Abort() { run(t.aborted) }
+
+func run(hooks []func()) {
+	for _, f := range hooks {
+		f()
+	}
+}
