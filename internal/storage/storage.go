@@ -51,6 +51,12 @@ type Iter interface {
 	SeekPrefixGE(key []byte) bool
 	// First moves to the first key of the range.
 	First() bool
+	// Last moves to the last key of the range. It is for finding where an
+	// oldest-first range ends (a queue's tail at open); newest-first reads
+	// never iterate in reverse.
+	Last() bool
+	// SeekLT moves to the last key < key. Same caveat as Last.
+	SeekLT(key []byte) bool
 	// Next moves to the next key.
 	Next() bool
 	// NextPrefix moves to the first key with a greater prefix.

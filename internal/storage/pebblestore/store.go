@@ -160,6 +160,8 @@ type iter struct {
 func (i *iter) SeekGE(key []byte) bool       { return i.it.SeekGE(key) }
 func (i *iter) SeekPrefixGE(key []byte) bool { return i.it.SeekPrefixGE(key) }
 func (i *iter) First() bool                  { return i.it.First() }
+func (i *iter) Last() bool                   { return i.it.Last() }
+func (i *iter) SeekLT(key []byte) bool       { return i.it.SeekLT(key) }
 func (i *iter) Next() bool                   { return i.it.Next() }
 func (i *iter) NextPrefix() bool             { return i.it.NextPrefix() }
 func (i *iter) Valid() bool                  { return i.it.Valid() }
