@@ -1,0 +1,139 @@
+package codec_test
+
+import (
+	"bufio"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/codec"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/golden.txt from the current encoder")
+
+// The golden vectors pin the key format: a change that alters any byte fails
+// here. Each line is `kind input... = hex`.
+func TestGolden(t *testing.T) {
+	const path = "testdata/golden.txt"
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out strings.Builder
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			out.WriteString(line + "\n")
+			continue
+		}
+		lhs, want, ok := strings.Cut(line, " = ")
+		require.True(t, ok, "line %q has no ' = '", line)
+		got := encodeGolden(t, lhs)
+		fmt.Fprintf(&out, "%s = %s\n", lhs, hex.EncodeToString(got))
+		if !*rewrite {
+			require.Equal(t, want, hex.EncodeToString(got), "golden %q", lhs)
+			checkDecodeGolden(t, lhs, got)
+		}
+		n++
+	}
+	require.NoError(t, sc.Err())
+	require.Greater(t, n, 20)
+	if *rewrite {
+		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
+	}
+}
+
+func encodeGolden(t *testing.T, lhs string) []byte {
+	kind, args := fieldsGolden(t, lhs)
+	switch kind {
+	case "string":
+		return codec.AppendString(nil, args[0])
+	case "asc":
+		return codec.AppendAsc(nil, atoi(t, args[0]))
+	case "desc":
+		return codec.AppendDesc(nil, atoi(t, args[0]))
+	case "version":
+		k := codec.AppendFamily(nil, codec.FamilyVersions)
+		k = codec.AppendString(codec.AppendString(k, args[0]), args[1])
+		return codec.AppendDesc(k, atoi(t, args[2]))
+	case "feed":
+		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeed), args[0])
+		return codec.AppendDesc(k, atoi(t, args[1]))
+	case "queue":
+		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), args[0])
+		return codec.AppendAsc(k, atoi(t, args[1]))
+	case "deadletter":
+		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyDeadLetters), args[0])
+		return codec.AppendAsc(k, atoi(t, args[1]))
+	case "queuestate":
+		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), args[0])
+	case "meta":
+		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), args[0])
+	}
+	t.Fatalf("unknown golden kind %q", kind)
+	return nil
+}
+
+func checkDecodeGolden(t *testing.T, lhs string, enc []byte) {
+	kind, args := fieldsGolden(t, lhs)
+	switch kind {
+	case "string":
+		s, rest, err := codec.DecodeString(enc)
+		require.NoError(t, err)
+		require.Equal(t, args[0], s)
+		require.Empty(t, rest)
+	case "asc":
+		n, _, err := codec.DecodeAsc(enc)
+		require.NoError(t, err)
+		require.Equal(t, atoi(t, args[0]), n)
+	case "desc":
+		n, _, err := codec.DecodeDesc(enc)
+		require.NoError(t, err)
+		require.Equal(t, atoi(t, args[0]), n)
+	case "version":
+		f, rest, err := codec.DecodeFamily(enc)
+		require.NoError(t, err)
+		require.Equal(t, codec.FamilyVersions, f)
+		c, rest, err := codec.DecodeString(rest)
+		require.NoError(t, err)
+		id, rest, err := codec.DecodeString(rest)
+		require.NoError(t, err)
+		v, rest, err := codec.DecodeDesc(rest)
+		require.NoError(t, err)
+		require.Equal(t, []any{args[0], args[1], atoi(t, args[2])}, []any{c, id, v})
+		require.Empty(t, rest)
+	}
+}
+
+// fieldsGolden splits `kind arg arg...`; args are Go-quoted strings or numbers.
+func fieldsGolden(t *testing.T, lhs string) (string, []string) {
+	kind, rest, _ := strings.Cut(lhs, " ")
+	var args []string
+	for rest = strings.TrimSpace(rest); rest != ""; rest = strings.TrimSpace(rest) {
+		if rest[0] == '"' {
+			q, err := strconv.QuotedPrefix(rest)
+			require.NoError(t, err)
+			s, err := strconv.Unquote(q)
+			require.NoError(t, err)
+			args = append(args, s)
+			rest = rest[len(q):]
+			continue
+		}
+		f, r, _ := strings.Cut(rest, " ")
+		args = append(args, f)
+		rest = r
+	}
+	return kind, args
+}
+
+func atoi(t *testing.T, s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err)
+	return n
+}
