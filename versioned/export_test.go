@@ -1,0 +1,53 @@
+package versioned
+
+import (
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Test hooks: the black-box tests in versioned_test reach the parsers and
+// the iterator wrapper through these.
+
+// ParseHistoryCursor parses a History cursor of collection coll, document id.
+func ParseHistoryCursor(c tipkv.Cursor, coll, id string) (int64, error) {
+	return parseNumberCursor(c, kindHistory, codec.AppendString(namePrefix(codec.FamilyVersions, coll), id))
+}
+
+// ParseLatestAllCursor parses a LatestAll cursor of collection coll.
+func ParseLatestAllCursor(c tipkv.Cursor, coll string) (string, error) {
+	return parseIDCursor(c, namePrefix(codec.FamilyVersions, coll))
+}
+
+// ParseFeedCursor parses a feed cursor of stream.
+func ParseFeedCursor(c tipkv.Cursor, stream string) (int64, error) {
+	return parseNumberCursor(c, kindFeed, namePrefix(codec.FamilyFeed, stream))
+}
+
+// DecodedKey is a decoded version or feed key.
+type DecodedKey struct {
+	Family codec.Family
+	Name   string
+	ID     string
+	N      int64
+}
+
+// DecodeKey decodes a version or feed key.
+func DecodeKey(b []byte) (DecodedKey, error) {
+	k, err := decodeKey(b)
+	return DecodedKey{k.family, k.name, k.id, k.n}, err
+}
+
+// WrapIters makes every iterator the package opens go through wrap, until
+// the returned function is called. Not safe with parallel tests.
+func WrapIters(wrap func(storage.Iter) storage.Iter) (restore func()) {
+	wrapIter = wrap
+	return func() { wrapIter = nil }
+}
+
+// TraceDeleteRanges calls f with every range delete the package writes,
+// until the returned function is called. Not safe with parallel tests.
+func TraceDeleteRanges(f func(lo, hi []byte)) (restore func()) {
+	traceDeleteRange = f
+	return func() { traceDeleteRange = nil }
+}

@@ -1,0 +1,226 @@
+package versioned
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// FeedOptions configure a Feed. A nil *FeedOptions is valid and means the
+// defaults.
+type FeedOptions[T any] struct {
+	// Codec encodes and decodes the events. Every handle on one stream
+	// must use the same codec. The default is codec.Msgpack[T].
+	Codec codec.Value[T]
+
+	// Clock gives the time Append stamps on an event. The default is
+	// time.Now.
+	Clock func() time.Time
+}
+
+// Feed appends events of type T to named streams, time series whose
+// newest events are one seek away, and reads them newest first.
+//
+// Every event has a position: an int64 that is unique in its stream, that
+// orders the stream, and that reads as a time (Unix nanoseconds, see
+// Event.Time). Stream names are 1 to MaxNameSize bytes, any bytes.
+//
+// A Feed is safe for concurrent use by many goroutines. Any number of
+// handles may serve the same streams of one DB: the last position of each
+// stream lives in the DB.
+type Feed[T any] struct {
+	db    *tipkv.DB
+	store storage.Store
+	w     *writer
+	pos   *positions
+	codec codec.Value[T]
+	clock func() time.Time
+}
+
+// NewFeed returns a Feed on db.
+func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
+	s, err := link.Store(db)
+	if err != nil {
+		return nil, err
+	}
+	w, err := writerOf(db)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := positionsOf(db)
+	if err != nil {
+		return nil, err
+	}
+	f := &Feed[T]{db: db, store: s, w: w, pos: pos}
+	if opts != nil {
+		f.codec, f.clock = opts.Codec, opts.Clock
+	}
+	if f.codec == nil {
+		f.codec = codec.Msgpack[T]{}
+	}
+	if f.clock == nil {
+		f.clock = time.Now
+	}
+	return f, nil
+}
+
+// Event is one event of a stream, as a read returns it. Value is decoded
+// into memory of its own: the caller may keep it.
+type Event[T any] struct {
+	Stream   string
+	Position int64
+	Value    T
+}
+
+// Time returns the position as a time.
+func (e Event[T]) Time() time.Time { return time.Unix(0, e.Position) }
+
+// Cursor returns the position just after e in a newest-first read of its
+// stream, for Query.After.
+func (e Event[T]) Cursor() tipkv.Cursor {
+	if e.Stream == "" {
+		return ""
+	}
+	return numberCursor(kindFeed, namePrefix(codec.FamilyFeed, e.Stream), e.Position)
+}
+
+// Newest yields the events of stream newest first: the positions in
+// [q.From, q.To] (zero: open), below the position of q.After when set, at
+// most q.Limit of them (zero: all). It is one seek and a forward scan
+// bounded on both sides. An error is yielded once, as the last pair.
+//
+// For the newest n events: Newest(stream, tipkv.Query{Limit: n}). To read
+// page by page, pass the Cursor of the last Event of a page as q.After for
+// the next.
+func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error] {
+	return f.read(stream, q, 0, math.MaxInt64)
+}
+
+// Between yields the events of stream whose time is in [from, to), newest
+// first, within q's bounds too, as Newest does. from after to is
+// ErrInvalid.
+func (f *Feed[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
+	if from.After(to) {
+		return func(yield func(Event[T], error) bool) {
+			yield(Event[T]{}, fmt.Errorf("%w: stream %q: from %v is after to %v", tipkv.ErrInvalid, stream, from, to))
+		}
+	}
+	return f.read(stream, q, max(unixNanos(from), 1), unixNanos(to)-1)
+}
+
+// read is Newest within [lo, hi] as well as q's bounds.
+func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
+	return func(yield func(Event[T], error) bool) {
+		prefix, sp, ok, err := f.span(stream, q, lo, hi)
+		if err != nil {
+			yield(Event[T]{}, err)
+			return
+		}
+		if !ok {
+			return
+		}
+		stopped := false
+		err = scanNewest(f.store, prefix, sp, q.Limit, true, func(p int64, raw []byte) (bool, error) {
+			e := Event[T]{Stream: stream, Position: p}
+			if err := f.codec.Decode(raw, &e.Value); err != nil {
+				if !errors.Is(err, tipkv.ErrCorrupt) {
+					err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
+				}
+				return false, fmt.Errorf("position %d: %w", p, err)
+			}
+			if !yield(e, nil) {
+				stopped = true
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil && !stopped {
+			yield(Event[T]{}, fmt.Errorf("stream %q: %w", stream, err))
+		}
+	}
+}
+
+func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byte, sp span, ok bool, err error) {
+	if err := checkName("stream", stream); err != nil {
+		return nil, span{}, false, err
+	}
+	if err := q.Validate(); err != nil {
+		return nil, span{}, false, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	if q.Prefix != "" {
+		return nil, span{}, false, fmt.Errorf("%w: stream %q: Query.Prefix is for LatestAll", tipkv.ErrInvalid, stream)
+	}
+	prefix = namePrefix(codec.FamilyFeed, stream)
+	var after int64
+	if q.After != "" {
+		if after, err = parseNumberCursor(q.After, kindFeed, prefix); err != nil {
+			return nil, span{}, false, fmt.Errorf("stream %q: %w", stream, err)
+		}
+	}
+	sp, ok = spanOf(q, after)
+	sp.top, sp.bottom = min(sp.top, hi), max(sp.bottom, lo)
+	return prefix, sp, ok && sp.top >= sp.bottom, nil
+}
+
+// Trim drops all but the keepNewest newest events of stream (keepNewest 0
+// drops them all) with one range delete that starts where the last trim
+// ended, so ranges never overlap. Finding where to cut scans the positions
+// of the keepNewest newest events. Events not yet committed are not
+// counted.
+func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
+	if err := checkName("stream", stream); err != nil {
+		return err
+	}
+	if keepNewest < 0 {
+		return fmt.Errorf("%w: stream %q: Trim to keep %d events", tipkv.ErrInvalid, stream, keepNewest)
+	}
+	prefix := namePrefix(codec.FamilyFeed, stream)
+	return link.Write(w, func(tx *storage.Tx) error {
+		var cut int64
+		seen := 0
+		err := scanNewest(f.store, prefix, span{top: math.MaxInt64, bottom: 1}, keepNewest+1, false, func(p int64, _ []byte) (bool, error) {
+			if seen++; seen == keepNewest+1 {
+				cut = p
+			}
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", stream, err)
+		}
+		return f.dropThrough(tx, stream, prefix, cut)
+	})
+}
+
+// TrimBefore drops the events of stream older than t: positions in
+// [0, t), with one range delete that starts where the last trim ended.
+func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
+	if err := checkName("stream", stream); err != nil {
+		return err
+	}
+	prefix := namePrefix(codec.FamilyFeed, stream)
+	cut := unixNanos(t) - 1
+	return link.Write(w, func(tx *storage.Tx) error {
+		return f.dropThrough(tx, stream, prefix, cut)
+	})
+}
+
+func (f *Feed[T]) dropThrough(tx *storage.Tx, stream string, prefix []byte, cut int64) error {
+	if cut < 1 {
+		return nil
+	}
+	t, err := f.w.lock(f.db, tx)
+	if err != nil {
+		return err
+	}
+	if _, err := t.dropThrough(tx, f.store, t.doc(prefix), prefix, cut); err != nil {
+		return fmt.Errorf("stream %q: %w", stream, err)
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+package versioned_test
+
+import (
+	"iter"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/versioned"
+)
+
+type user struct {
+	Name string `msgpack:"name"`
+	Age  int    `msgpack:"age"`
+}
+
+func newUsers(t testing.TB, db *tipkv.DB) *versioned.Collection[user] {
+	t.Helper()
+	c, err := versioned.NewCollection[user](db, "users", nil)
+	require.NoError(t, err)
+	return c
+}
+
+func openUsers(t testing.TB) (*tipkv.DB, *versioned.Collection[user]) {
+	t.Helper()
+	db := testutil.OpenMem(t)
+	return db, newUsers(t, db)
+}
+
+// collect drains a read, failing the test on an error.
+func collect[V any](t testing.TB, seq iter.Seq2[V, error]) []V {
+	t.Helper()
+	var out []V
+	for v, err := range seq {
+		require.NoError(t, err)
+		out = append(out, v)
+	}
+	return out
+}
+
+// readErr drains a read and returns its error, checking it came last.
+func readErr[V any](seq iter.Seq2[V, error]) error {
+	var err error
+	for _, e := range seq {
+		if err != nil {
+			panic("an error was not the last pair")
+		}
+		err = e
+	}
+	return err
+}
+
+func versionsOf(docs []versioned.Doc[user]) []int64 {
+	var out []int64
+	for _, d := range docs {
+		out = append(out, d.Version)
+	}
+	return out
+}
+
+func seq(from, to int64) []int64 {
+	var out []int64
+	if from <= to {
+		for v := from; v <= to; v++ {
+			out = append(out, v)
+		}
+	} else {
+		for v := from; v >= to; v-- {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// putN writes versions until the document has n more.
+func putN(t testing.TB, c *versioned.Collection[user], w tipkv.Writer, id string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		_, err := c.Put(w, id, user{Name: id, Age: i})
+		require.NoError(t, err)
+	}
+}
+
+// rawSet writes a key through the storage seam, for corrupting a store.
+func rawSet(t testing.TB, db *tipkv.DB, key, value []byte) {
+	t.Helper()
+	require.NoError(t, link.Write(db, func(tx *storage.Tx) error { return tx.Batch.Set(key, value) }))
+}
+
+// filterStats reads the bloom filter counters of db's store.
+func filterStats(t testing.TB, db *tipkv.DB) (hits, misses int64) {
+	t.Helper()
+	s, err := link.Store(db)
+	require.NoError(t, err)
+	fs, ok := s.(interface{ FilterStats() (int64, int64) })
+	require.True(t, ok, "the store exposes no filter stats")
+	return fs.FilterStats()
+}
+
+// seekCounter counts the positioning calls of the iterators it wraps.
+type seekCounter struct {
+	seeks, nexts atomic.Int64
+}
+
+func (c *seekCounter) wrap(it storage.Iter) storage.Iter { return &countingIter{Iter: it, c: c} }
+
+type countingIter struct {
+	storage.Iter
+	c *seekCounter
+}
+
+func (i *countingIter) SeekGE(k []byte) bool       { i.c.seeks.Add(1); return i.Iter.SeekGE(k) }
+func (i *countingIter) SeekPrefixGE(k []byte) bool { i.c.seeks.Add(1); return i.Iter.SeekPrefixGE(k) }
+func (i *countingIter) First() bool                { i.c.seeks.Add(1); return i.Iter.First() }
+func (i *countingIter) Last() bool                 { i.c.seeks.Add(1); return i.Iter.Last() }
+func (i *countingIter) SeekLT(k []byte) bool       { i.c.seeks.Add(1); return i.Iter.SeekLT(k) }
+func (i *countingIter) NextPrefix() bool           { i.c.seeks.Add(1); return i.Iter.NextPrefix() }
+func (i *countingIter) Next() bool                 { i.c.nexts.Add(1); return i.Iter.Next() }

@@ -1,0 +1,195 @@
+package versioned
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// positions hands out the positions of a DB's feed streams. There is one
+// per DB, shared by every Feed handle. It keeps a little state for every
+// stream appended to since the DB was opened (no eviction: forgetting a
+// stream with an Append in flight could hand its position out twice).
+type positions struct {
+	mu      sync.Mutex
+	streams map[string]*stream // by key prefix
+}
+
+type positionsKey struct{}
+
+func positionsOf(db *tipkv.DB) (*positions, error) {
+	reg, err := link.Services(db)
+	if err != nil {
+		return nil, err
+	}
+	return reg.Get(positionsKey{}, func() any { return &positions{streams: map[string]*stream{}} }).(*positions), nil
+}
+
+func (p *positions) stream(prefix []byte) *stream {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, ok := p.streams[string(prefix)]
+	if !ok {
+		s = &stream{inflight: map[int64]struct{}{}}
+		p.streams[string(prefix)] = s
+	}
+	return s
+}
+
+// stream is the position state of one stream.
+type stream struct {
+	mu       sync.Mutex
+	loaded   bool               // last has been read from the store
+	last     int64              // greatest position handed out, or stored
+	inflight map[int64]struct{} // handed out, not yet applied or aborted
+}
+
+// reserve hands out a unique position: with at == 0, the clock's time
+// bumped past the last position; otherwise at, or the first nanosecond
+// after it that no stored or in-flight event holds.
+func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func() time.Time) (int64, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded {
+		last, err := newestNumber(s, prefix)
+		if err != nil {
+			return 0, err
+		}
+		st.last, st.loaded = last, true
+	}
+	if st.last == math.MaxInt64 {
+		return 0, fmt.Errorf("%w: no position left after %d", tipkv.ErrInvalid, st.last)
+	}
+	p := at
+	if at == 0 {
+		p = max(unixNanos(clock()), st.last+1)
+	}
+	for ; p <= st.last; p++ {
+		if _, busy := st.inflight[p]; busy {
+			continue
+		}
+		_, err := s.Get(numberKey(prefix, p))
+		if errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	st.last = max(st.last, p)
+	st.inflight[p] = struct{}{}
+	return p, nil
+}
+
+func (st *stream) release(p int64) {
+	st.mu.Lock()
+	delete(st.inflight, p)
+	st.mu.Unlock()
+}
+
+// feedTx holds the positions a Tx reserved, released when it is applied
+// (the events are then in the store for reserve to see) or aborted (the
+// positions are then free again, unless the clock has moved past them).
+type feedTx struct {
+	res []reservation
+}
+
+type reservation struct {
+	st *stream
+	p  int64
+}
+
+type feedTxKey struct{}
+
+func (t *feedTx) release() {
+	for _, r := range t.res {
+		r.st.release(r.p)
+	}
+}
+
+var (
+	minTime = time.Unix(0, 1)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// unixNanos is t.UnixNano clamped to [0, MaxInt64]: a time before 1970
+// gives 0.
+func unixNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minTime):
+		return 0
+	case t.After(maxTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// Append writes event to stream at a new position: the clock's time in Unix
+// nanoseconds, or one past the stream's last position when the clock ties
+// with it or has stepped back, so that positions are unique and, per
+// process, increasing. It returns the position. w is the DB or the Batch of
+// a DB.Update, as for Collection.Put.
+//
+// Positions are unique even across Updates that fail (a failed Append's
+// position may stay unused) and across restarts (the last position is read
+// back from the store). Events of concurrent Updates can commit in another
+// order than their positions: a feed is ordered by time, not by commit.
+func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) {
+	return f.append(w, stream, 0, event)
+}
+
+// AppendAt writes event to stream at time t, or if another event holds
+// that nanosecond, at the first free one after it: events appended at the
+// same time keep their order of appending. t must be after the Unix epoch
+// and before the year 2262. AppendAt of a time long past probes the store
+// once per taken nanosecond.
+func (f *Feed[T]) AppendAt(w tipkv.Writer, stream string, t time.Time, event T) (int64, error) {
+	if !t.After(time.Unix(0, 0)) || t.After(maxTime) {
+		return 0, fmt.Errorf("%w: stream %q: AppendAt time %v is not between the Unix epoch and 2262", tipkv.ErrInvalid, stream, t)
+	}
+	return f.append(w, stream, t.UnixNano(), event)
+}
+
+func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int64, error) {
+	if err := checkName("stream", stream); err != nil {
+		return 0, err
+	}
+	val, err := f.codec.Append(nil, event)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	if err := checkValue(fmt.Sprintf("stream %q", stream), val); err != nil {
+		return 0, err
+	}
+	prefix := namePrefix(codec.FamilyFeed, stream)
+	st := f.pos.stream(prefix)
+	var p int64
+	err = link.Write(w, func(tx *storage.Tx) error {
+		if tx.Owner != f.db {
+			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
+		}
+		ft := tx.State(feedTxKey{}, func() any {
+			t := &feedTx{}
+			tx.OnApplied(t.release)
+			tx.OnAbort(t.release)
+			return t
+		}).(*feedTx)
+		var err error
+		if p, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
+			return fmt.Errorf("stream %q: %w", stream, err)
+		}
+		ft.res = append(ft.res, reservation{st, p})
+		return tx.Batch.Set(numberKey(prefix, p), val)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return p, nil
+}

@@ -1,0 +1,260 @@
+package versioned
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Doc is one version of a document, as a read returns it. Value is decoded
+// into memory of its own: the caller may keep it.
+type Doc[T any] struct {
+	ID      string
+	Version int64
+	Value   T
+
+	coll string
+	kind byte
+}
+
+// Cursor returns the position just after d in the read that returned it,
+// for Query.After: a History cursor (older versions of d.ID) for History,
+// Latest, Get and AsOf; a LatestAll cursor (documents after d.ID) for
+// LatestAll. The zero Doc has the empty cursor.
+func (d Doc[T]) Cursor() tipkv.Cursor {
+	scope := namePrefix(codec.FamilyVersions, d.coll)
+	switch d.kind {
+	case kindHistory:
+		return numberCursor(kindHistory, codec.AppendString(scope, d.ID), d.Version)
+	case kindAll:
+		return makeCursor(kindAll, scope, []byte(d.ID))
+	}
+	return ""
+}
+
+func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte) (Doc[T], error) {
+	d := Doc[T]{ID: id, Version: v, coll: c.name, kind: kind}
+	if err := c.codec.Decode(raw, &d.Value); err != nil {
+		if !errors.Is(err, tipkv.ErrCorrupt) {
+			err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
+		}
+		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
+	}
+	return d, nil
+}
+
+// Latest returns the latest version of the document id, or ErrNotFound.
+// It is one prefix seek; for a document that never existed the bloom
+// filters usually answer it without reading a data block.
+func (c *Collection[T]) Latest(id string) (Doc[T], error) {
+	return c.seek(id, 0)
+}
+
+// AsOf returns the version of the document id that was latest when version
+// v was written: the greatest version <= v, or ErrNotFound when there is
+// none (the document is younger, or those versions were pruned). One seek.
+func (c *Collection[T]) AsOf(id string, v int64) (Doc[T], error) {
+	if v < 1 {
+		return Doc[T]{}, fmt.Errorf("%w: %s: AsOf version %d", tipkv.ErrInvalid, c.where(id), v)
+	}
+	return c.seek(id, v)
+}
+
+// seek returns the greatest version <= v (0: the latest) of id.
+func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
+	if err := checkID(c.name, id); err != nil {
+		return Doc[T]{}, err
+	}
+	buf := keyBufs.Get().(*[]byte)
+	defer keyBufs.Put(buf)
+	b := c.docPrefix((*buf)[:0], id)
+	n := len(b)
+	if v > 0 {
+		b = codec.AppendDesc(b, v)
+	}
+	m := len(b)
+	b = codec.AppendDesc(append(b, b[:n]...), 0)
+	*buf = b
+	lo, hi := b[:m:m], b[m:]
+	it, err := newIter(c.store, lo, hi)
+	if err != nil {
+		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			d, err = Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), cerr)
+		}
+	}()
+	if !it.SeekPrefixGE(lo) {
+		if err := it.Error(); err != nil {
+			return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
+		}
+		if v > 0 {
+			return Doc[T]{}, fmt.Errorf("%w: %s: no version <= %d", tipkv.ErrNotFound, c.where(id), v)
+		}
+		return Doc[T]{}, fmt.Errorf("%w: %s", tipkv.ErrNotFound, c.where(id))
+	}
+	got, err := numberOf(it.Key(), n)
+	if err != nil {
+		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	raw, err := it.Value()
+	if err != nil {
+		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
+	}
+	return c.doc(id, got, raw, kindHistory)
+}
+
+// Get returns version v of the document id, or ErrNotFound.
+func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
+	if err := checkID(c.name, id); err != nil {
+		return Doc[T]{}, err
+	}
+	if v < 1 {
+		return Doc[T]{}, fmt.Errorf("%w: %s: version %d", tipkv.ErrInvalid, c.where(id), v)
+	}
+	raw, err := c.store.Get(codec.AppendDesc(c.docPrefix(nil, id), v))
+	if errors.Is(err, storage.ErrNotFound) {
+		return Doc[T]{}, fmt.Errorf("%w: %s, version %d", tipkv.ErrNotFound, c.where(id), v)
+	}
+	if err != nil {
+		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
+	}
+	return c.doc(id, v, raw, kindHistory)
+}
+
+// History yields the versions of the document id newest first: the
+// versions in [q.From, q.To] (zero: open), below the version of q.After
+// when set, at most q.Limit of them (zero: all). It is one seek and a
+// forward scan bounded on both sides. A missing document yields nothing.
+// An error (a bad query or cursor, a value that does not decode) is
+// yielded once, as the last pair.
+//
+// To read page by page, pass the Cursor of the last Doc of a page as
+// q.After for the next. Versions written meanwhile do not shift a page.
+func (c *Collection[T]) History(id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return func(yield func(Doc[T], error) bool) {
+		prefix, sp, ok, err := c.historySpan(id, q)
+		if err != nil {
+			yield(Doc[T]{}, err)
+			return
+		}
+		if !ok {
+			return
+		}
+		stopped := false
+		err = scanNewest(c.store, prefix, sp, q.Limit, true, func(v int64, raw []byte) (bool, error) {
+			d, err := c.doc(id, v, raw, kindHistory)
+			if err != nil {
+				return false, err
+			}
+			if !yield(d, nil) {
+				stopped = true
+				return false, nil
+			}
+			return true, nil
+		})
+		if err != nil && !stopped {
+			yield(Doc[T]{}, fmt.Errorf("history of %s: %w", c.where(id), err))
+		}
+	}
+}
+
+func (c *Collection[T]) historySpan(id string, q tipkv.Query) (prefix []byte, sp span, ok bool, err error) {
+	if err := checkID(c.name, id); err != nil {
+		return nil, span{}, false, err
+	}
+	if err := q.Validate(); err != nil {
+		return nil, span{}, false, fmt.Errorf("history of %s: %w", c.where(id), err)
+	}
+	if q.Prefix != "" {
+		return nil, span{}, false, fmt.Errorf("%w: history of %s: Query.Prefix is for LatestAll", tipkv.ErrInvalid, c.where(id))
+	}
+	prefix = c.docPrefix(nil, id)
+	var after int64
+	if q.After != "" {
+		if after, err = parseNumberCursor(q.After, kindHistory, prefix); err != nil {
+			return nil, span{}, false, fmt.Errorf("history of %s: %w", c.where(id), err)
+		}
+	}
+	sp, ok = spanOf(q, after)
+	return prefix, sp, ok, nil
+}
+
+// LatestAll yields the latest version of every document of the collection
+// in id order (bytewise), from the first id in [q.Prefix, q.Prefix+1)
+// after the id of q.After (when set), at most q.Limit of them (zero: all).
+// It is a skip-scan: one seek per document, however many versions each
+// has. q.From and q.To must be zero. An error is yielded once, as the last
+// pair.
+func (c *Collection[T]) LatestAll(q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return func(yield func(Doc[T], error) bool) {
+		stopped := false
+		err := c.latestAll(q, func(d Doc[T]) bool {
+			stopped = !yield(d, nil)
+			return !stopped
+		})
+		if err != nil && !stopped {
+			yield(Doc[T]{}, fmt.Errorf("LatestAll of collection %q: %w", c.name, err))
+		}
+	}
+}
+
+func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err error) {
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	if q.From != 0 || q.To != 0 {
+		return fmt.Errorf("%w: LatestAll takes no version bounds", tipkv.ErrInvalid)
+	}
+	lo := appendEscaped(append([]byte(nil), c.prefix...), q.Prefix)
+	hi := codec.PrefixEnd(lo)
+	if q.After != "" {
+		id, err := parseIDCursor(q.After, c.prefix)
+		if err != nil {
+			return err
+		}
+		if next := codec.ImmediateSuccessor(nil, c.docPrefix(nil, id)); string(next) > string(lo) {
+			lo = next
+		}
+		if string(lo) >= string(hi) {
+			return nil
+		}
+	}
+	it, err := newIter(c.store, lo, hi)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	count := 0
+	for ok := it.First(); ok; ok = it.NextPrefix() {
+		k := it.Key()
+		id, v, err := decodeDocTail(k[len(c.prefix):])
+		if err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		raw, err := it.Value()
+		if err != nil {
+			return err
+		}
+		d, err := c.doc(id, v, raw, kindAll)
+		if err != nil {
+			return err
+		}
+		if !yield(d) {
+			return nil
+		}
+		if count++; q.Limit > 0 && count >= q.Limit {
+			return nil
+		}
+	}
+	return it.Error()
+}
