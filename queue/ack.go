@@ -1,0 +1,176 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Ack removes the messages that ids name, through w: a *tipkv.DB commits
+// at once, a *tipkv.Batch commits with the rest of its Update (so that
+// handling a message and acknowledging it are one atomic write). Runs of
+// consecutive messages go in one DeleteRange each, and the queue-state key
+// moves the head in the same batch.
+//
+// An ID acknowledges its message while the lease holds, and also after it
+// ended as long as nobody has received the message since. Otherwise Ack
+// returns an error matching ErrLeaseLost (and tipkv.ErrConflict) naming
+// the ID: the message was acknowledged already, released, or delivered
+// again. A zero ID or an ID given twice is tipkv.ErrInvalid. Ack is all or
+// nothing: when it returns an error, no message was acknowledged. Until
+// the write commits the messages stay leased to the caller; if it aborts,
+// their leases go on as before.
+func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	c := q.c
+	err := link.Write(w, func(tx *storage.Tx) error {
+		if err := c.owns(tx); err != nil {
+			return err
+		}
+		ss, st, err := c.beginAck(ids)
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() { c.consumed(ss) })
+		tx.OnAbort(func() { c.restore(ss) })
+		es := make([]*entry, len(ss))
+		for i, s := range ss {
+			es[i] = s.e
+		}
+		if err := c.deleteRuns(tx.Batch, seqs(es)); err != nil {
+			return err
+		}
+		return tx.Batch.Set(c.k.state, st)
+	})
+	if err != nil {
+		return fmt.Errorf("queue %q: ack: %w", c.name, err)
+	}
+	return nil
+}
+
+// beginAck checks ids and marks their messages busy. It returns their
+// states before, and the queue-state value for after the ack.
+func (c *core) beginAck(ids []ID) ([]saved, []byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, nil, tipkv.ErrClosed
+	}
+	ss := make([]saved, 0, len(ids))
+	defer func() {
+		for _, s := range ss {
+			s.e.mark = false
+		}
+	}()
+	for _, id := range ids {
+		e, err := c.leased(id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.mark {
+			return nil, nil, fmt.Errorf("%w: message id %s given twice", tipkv.ErrInvalid, id)
+		}
+		e.mark = true
+		ss = append(ss, saved{e: e, state: e.state, deadline: e.deadline})
+	}
+	es := make([]*entry, len(ss))
+	for i, s := range ss {
+		s.e.mark = false
+		es[i] = s.e
+		c.setState(s.e, stBusy, time.Time{})
+	}
+	return ss, c.stateAfter(es), nil
+}
+
+// consumed forgets messages whose removal committed.
+func (c *core) consumed(ss []saved) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range ss {
+		if !s.e.removed {
+			c.remove(s.e)
+		}
+	}
+}
+
+// Release gives up the lease that id names: the message becomes visible
+// again after delay (at once if delay <= 0). Its attempt count stays as
+// it is. A delay is written to the message (one synced write), so it holds
+// across a restart; a release without delay changes memory only. An ID
+// that no longer names the message's lease gives ErrLeaseLost.
+func (q *Queue[T]) Release(id ID, delay time.Duration) error {
+	c := q.c
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("queue %q: release: %w", c.name, tipkv.ErrClosed)
+	}
+	e, err := c.leased(id)
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("release: %w", err)
+	}
+	if delay <= 0 {
+		e.lease = 0
+		c.setState(e, stReady, time.Time{})
+		c.notify()
+		c.mu.Unlock()
+		return nil
+	}
+	s := saved{e: e, state: e.state, deadline: e.deadline}
+	c.setState(e, stBusy, time.Time{})
+	c.mu.Unlock()
+
+	at := time.Now().Add(delay)
+	key := c.k.item(nil, e.seq)
+	err = link.Write(c.db, func(tx *storage.Tx) error {
+		v, err := c.store.Get(key)
+		if err != nil {
+			return err
+		}
+		h, payload, err := parseHeader(v, itemFormat)
+		if err != nil {
+			return c.corrupt(e.seq, err)
+		}
+		h.at = at.UnixNano()
+		return tx.Batch.Set(key, append(appendHeader(nil, itemFormat, h), payload...))
+	})
+	if err != nil {
+		c.restore([]saved{s})
+		return fmt.Errorf("queue %q: release message %d: %w", c.name, e.seq, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !e.removed {
+		e.lease = 0
+		c.setState(e, stWaiting, at)
+	}
+	return nil
+}
+
+// Extend sets the lease that id names to end lease from now. It works
+// while the lease holds, and after it ended as long as nobody has received
+// the message since; otherwise it returns ErrLeaseLost. It changes memory
+// only.
+func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
+	c := q.c
+	if lease <= 0 {
+		return fmt.Errorf("%w: queue %q: extend message %d by %v: want lease > 0", tipkv.ErrInvalid, c.name, id.seq, lease)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("queue %q: extend: %w", c.name, tipkv.ErrClosed)
+	}
+	e, err := c.leased(id)
+	if err != nil {
+		return fmt.Errorf("extend: %w", err)
+	}
+	c.setState(e, stLeased, time.Now().Add(lease))
+	return nil
+}

@@ -1,0 +1,519 @@
+package queue
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// core is the in-memory state of one queue of one DB, shared by every
+// Queue handle of that name (it lives in the DB's link.Registry). All its
+// fields are guarded by mu; nothing holds mu across a commit.
+//
+// Sequence numbers fall into these ranges:
+//
+//	[1, head)            consumed and deleted
+//	[head, cursor)       delivered at least once since load: each live one
+//	                     has an entry in pending (leased, ready again,
+//	                     waiting for its visible-at time, or busy while a
+//	                     write about it commits); the others are gone
+//	[cursor, watermark)  committed, not yet looked at: fresh of them are
+//	                     live, the rest are gaps (aborted enqueues)
+//	[watermark, next)    allocated to enqueues; blocks says which have
+//	                     committed or aborted, but some earlier one has not
+//	                     finished, so none of them is visible yet
+type core struct {
+	db    *tipkv.DB
+	store storage.Store
+	name  string
+	k     keys
+
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	loaded   bool
+	closed   bool
+	closedCh chan struct{} // closed when the DB closes
+	changed  chan struct{} // closed and replaced when a message may have become visible
+
+	next      int64
+	watermark int64
+	blocks    []*block
+	cursor    int64
+	fresh     int
+
+	pending  map[int64]*entry
+	order    []*entry // pending entries by seq; removed ones are dropped lazily
+	nremoved int      // removed entries still in order
+
+	ready    readyHeap
+	timers   timerHeap
+	nready   int
+	nleased  int
+	nwaiting int
+
+	deadBusy map[int64]bool // dead letters being requeued or discarded
+}
+
+// block is one enqueue's run of sequence numbers [start, start+n).
+type block struct {
+	start, n int64
+	state    blockState
+}
+
+type blockState uint8
+
+const (
+	blockInFlight blockState = iota
+	blockCommitted
+	blockAborted
+)
+
+type entryState uint8
+
+const (
+	stBusy    entryState = iota // a write about the message is committing
+	stLeased                    // delivered; deadline is when the lease ends
+	stWaiting                   // invisible until deadline
+	stReady                     // visible again
+)
+
+// entry is a message in [head, cursor) that is still live.
+type entry struct {
+	seq      int64
+	state    entryState
+	lease    uint64    // the lease token an Ack may still name; 0: none
+	deadline time.Time // stLeased: lease end; stWaiting: visible-at
+	gen      uint32    // bumped on every state change; older heap items are stale
+	removed  bool
+	mark     bool // scratch, under mu
+}
+
+var leaseTokens atomic.Uint64
+
+func init() {
+	// Lease tokens are unique in the process, and start at a random point
+	// so that an ID kept across a reopen does not name a new lease.
+	leaseTokens.Store(rand.Uint64() >> 8)
+}
+
+func newLease() uint64 { return leaseTokens.Add(1) }
+
+type registryKey struct{ name string }
+
+// coreFor returns the loaded core of queue name in db.
+func coreFor(db *tipkv.DB, name string) (*core, error) {
+	reg, err := link.Services(db)
+	if err != nil {
+		return nil, err
+	}
+	store, err := link.Store(db)
+	if err != nil {
+		return nil, err
+	}
+	c := reg.Get(registryKey{name}, func() any {
+		return &core{
+			db:       db,
+			store:    store,
+			name:     name,
+			k:        newKeys(name),
+			closedCh: make(chan struct{}),
+			changed:  make(chan struct{}),
+			pending:  make(map[int64]*entry),
+			deadBusy: make(map[int64]bool),
+		}
+	}).(*core)
+	c.closeOnce.Do(func() { reg.OnClose(c.close) })
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *core) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		close(c.closedCh)
+	}
+}
+
+// load reads the queue-state key and walks the live messages once, from
+// the stored head to the end of the queue: it counts them and finds the
+// tail. It runs on the first Open of the queue in a DB.
+func (c *core) load() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return fmt.Errorf("queue %q: %w", c.name, tipkv.ErrClosed)
+	}
+	if c.loaded {
+		return nil
+	}
+	st := state{head: 1, tail: 1}
+	v, err := c.store.Get(c.k.state)
+	switch {
+	case err == nil:
+		if st, err = parseState(v); err != nil {
+			return fmt.Errorf("queue %q: state key %x: %w", c.name, c.k.state, err)
+		}
+		st.head, st.tail = max(st.head, 1), max(st.tail, 1)
+	case !errors.Is(err, storage.ErrNotFound):
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	it, err := c.store.NewIter(c.k.item(nil, st.head), c.k.itemEnd)
+	if err != nil {
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	var first, last int64
+	count := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, err := seqOf(c.k.itemPrefix, it.Key())
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("queue %q: load: %w", c.name, err)
+		}
+		if first == 0 {
+			first = seq
+		}
+		last = seq
+		count++
+	}
+	if err := closeIter(it); err != nil {
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	tail := max(st.tail, st.head, last+1)
+	// Sequence numbers are never reused while a dead letter holds one.
+	dit, err := c.store.NewIter(c.k.deadPrefix, c.k.deadEnd)
+	if err != nil {
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	if dit.Last() {
+		seq, err := seqOf(c.k.deadPrefix, dit.Key())
+		if err != nil {
+			_ = dit.Close()
+			return fmt.Errorf("queue %q: load: %w", c.name, err)
+		}
+		tail = max(tail, seq+1)
+	}
+	if err := closeIter(dit); err != nil {
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	c.next, c.watermark, c.cursor, c.fresh = tail, tail, tail, count
+	if first != 0 {
+		c.cursor = first
+	}
+	c.loaded = true
+	return nil
+}
+
+func closeIter(it storage.Iter) error {
+	err := it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// alloc takes n sequence numbers for an enqueue.
+func (c *core) alloc(n int) (*block, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, tipkv.ErrClosed
+	}
+	if c.next+int64(n) >= maxSeq {
+		return nil, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
+	}
+	b := &block{start: c.next, n: int64(n)}
+	c.next += int64(n)
+	c.blocks = append(c.blocks, b)
+	return b, nil
+}
+
+// resolve records that b's enqueue committed (its commit returned, the
+// writes durable) or aborted, and moves the watermark over every leading
+// block that has finished.
+func (c *core) resolve(b *block, committed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if committed {
+		b.state = blockCommitted
+	} else {
+		b.state = blockAborted
+	}
+	visible := false
+	for len(c.blocks) > 0 && c.blocks[0].state != blockInFlight {
+		f := c.blocks[0]
+		c.blocks[0] = nil
+		c.blocks = c.blocks[1:]
+		if f.state == blockCommitted {
+			c.fresh += int(f.n)
+			visible = true
+		}
+	}
+	if len(c.blocks) > 0 {
+		c.watermark = c.blocks[0].start
+	} else {
+		c.watermark = c.next
+		c.blocks = nil
+	}
+	if visible {
+		c.notify()
+	}
+}
+
+// notify wakes every Wait.
+func (c *core) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// head is the oldest sequence number not yet consumed.
+func (c *core) head() int64 {
+	for _, e := range c.order {
+		if !e.removed {
+			return e.seq
+		}
+	}
+	return c.cursor
+}
+
+// headWithout is what head becomes once the entries in es are consumed.
+func (c *core) headWithout(es []*entry) int64 {
+	for _, e := range es {
+		e.mark = true
+	}
+	h := c.cursor
+	for _, e := range c.order {
+		if !e.removed && !e.mark {
+			h = e.seq
+			break
+		}
+	}
+	for _, e := range es {
+		e.mark = false
+	}
+	return h
+}
+
+// stateAfter is the queue-state value a batch that consumes es writes.
+func (c *core) stateAfter(es []*entry) []byte {
+	return appendState(nil, state{head: c.headWithout(es), tail: c.next})
+}
+
+func (c *core) addEntry(e *entry) {
+	c.pending[e.seq] = e
+	c.order = append(c.order, e)
+}
+
+// remove forgets a consumed entry.
+func (c *core) remove(e *entry) {
+	c.setState(e, stBusy, time.Time{})
+	e.removed = true
+	delete(c.pending, e.seq)
+	c.nremoved++
+	for len(c.order) > 0 && c.order[0].removed {
+		c.order[0] = nil
+		c.order = c.order[1:]
+		c.nremoved--
+	}
+	if c.nremoved > 64 && c.nremoved > len(c.order)/2 {
+		kept := make([]*entry, 0, len(c.order)-c.nremoved)
+		for _, e := range c.order {
+			if !e.removed {
+				kept = append(kept, e)
+			}
+		}
+		c.order, c.nremoved = kept, 0
+	}
+}
+
+// setState moves e to state s; deadline is for stLeased and stWaiting.
+func (c *core) setState(e *entry, s entryState, deadline time.Time) {
+	switch e.state {
+	case stReady:
+		c.nready--
+	case stLeased:
+		c.nleased--
+	case stWaiting:
+		c.nwaiting--
+	}
+	e.state, e.deadline = s, deadline
+	e.gen++
+	switch s {
+	case stReady:
+		c.nready++
+		heap.Push(&c.ready, heapItem{e: e, gen: e.gen})
+	case stLeased, stWaiting:
+		if s == stLeased {
+			c.nleased++
+		} else {
+			c.nwaiting++
+		}
+		heap.Push(&c.timers, heapItem{e: e, gen: e.gen, at: deadline})
+		if c.timers[0].e == e {
+			c.notify() // Waits sleeping until a later deadline recompute it
+		}
+	}
+	c.trimHeaps()
+}
+
+// trimHeaps drops stale heap items when they outnumber the live ones.
+func (c *core) trimHeaps() {
+	if c.nready == 0 {
+		clear(c.ready)
+		c.ready = c.ready[:0]
+	} else if len(c.ready) > 2*c.nready+64 {
+		c.ready = liveItems(c.ready)
+		heap.Init(&c.ready)
+	}
+	if n := c.nleased + c.nwaiting; n == 0 {
+		clear(c.timers)
+		c.timers = c.timers[:0]
+	} else if len(c.timers) > 2*n+64 {
+		c.timers = liveItems(c.timers)
+		heap.Init(&c.timers)
+	}
+}
+
+// expire makes every message whose lease or delay ended by now visible.
+func (c *core) expire(now time.Time) {
+	for len(c.timers) > 0 && !c.timers[0].at.After(now) {
+		it := heap.Pop(&c.timers).(heapItem)
+		if it.live() && (it.e.state == stLeased || it.e.state == stWaiting) {
+			c.setState(it.e, stReady, time.Time{})
+		}
+	}
+}
+
+// nextDeadline is the earliest time a leased or waiting message becomes
+// visible again.
+func (c *core) nextDeadline() (time.Time, bool) {
+	for len(c.timers) > 0 && !c.timers[0].live() {
+		heap.Pop(&c.timers)
+	}
+	if len(c.timers) == 0 {
+		return time.Time{}, false
+	}
+	return c.timers[0].at, true
+}
+
+// popReady returns the oldest visible-again entry, or nil.
+func (c *core) popReady() *entry {
+	for len(c.ready) > 0 {
+		it := heap.Pop(&c.ready).(heapItem)
+		if it.live() && it.e.state == stReady {
+			return it.e
+		}
+	}
+	return nil
+}
+
+// readyEntries returns the visible-again entries, oldest first, without
+// changing them.
+func (c *core) readyEntries(limit int) []*entry {
+	items := append(readyHeap(nil), c.ready...)
+	heap.Init(&items)
+	var out []*entry
+	for len(items) > 0 && len(out) < limit {
+		it := heap.Pop(&items).(heapItem)
+		if it.live() && it.e.state == stReady {
+			out = append(out, it.e)
+		}
+	}
+	return out
+}
+
+// leased returns the entry an ID names, if its lease may still act on it:
+// the message is leased under that ID, or its lease ended and nobody has
+// received it since.
+func (c *core) leased(id ID) (*entry, error) {
+	if id.lease == 0 {
+		return nil, fmt.Errorf("%w: queue %q: message %d: zero lease (messages from Peek and Pop have no lease)", tipkv.ErrInvalid, c.name, id.seq)
+	}
+	e := c.pending[id.seq]
+	if e == nil || e.lease != id.lease || (e.state != stLeased && e.state != stReady) {
+		return nil, fmt.Errorf("queue %q: message %d (id %s): %w", c.name, id.seq, id, ErrLeaseLost)
+	}
+	return e, nil
+}
+
+// saved is an entry's state before a write about it, to restore if the
+// write does not commit.
+type saved struct {
+	e        *entry
+	state    entryState
+	deadline time.Time
+}
+
+func (c *core) restore(ss []saved) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range ss {
+		if !s.e.removed {
+			c.setState(s.e, s.state, s.deadline)
+		}
+	}
+	c.notify()
+}
+
+type heapItem struct {
+	e   *entry
+	gen uint32
+	at  time.Time
+}
+
+func (it heapItem) live() bool { return !it.e.removed && it.gen == it.e.gen }
+
+// readyHeap orders by sequence number.
+type readyHeap []heapItem
+
+func (h readyHeap) Len() int           { return len(h) }
+func (h readyHeap) Less(i, j int) bool { return h[i].e.seq < h[j].e.seq }
+func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *readyHeap) Push(x any)        { *h = append(*h, x.(heapItem)) }
+func (h *readyHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = heapItem{}
+	*h = old[:len(old)-1]
+	return it
+}
+
+// liveItems drops the stale items of a heap, in place; the caller
+// re-establishes the heap order.
+func liveItems[H ~[]heapItem](h H) H {
+	out := h[:0]
+	for _, it := range h {
+		if it.live() {
+			out = append(out, it)
+		}
+	}
+	clear(h[len(out):])
+	return out
+}
+
+// timerHeap orders by deadline.
+type timerHeap []heapItem
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)        { *h = append(*h, x.(heapItem)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = heapItem{}
+	*h = old[:len(old)-1]
+	return it
+}

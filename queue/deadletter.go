@@ -1,0 +1,196 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// DeadLetter is a message that was delivered MaxAttempts times without
+// being acknowledged, or whose stored value did not decode. It keeps the
+// sequence number it had in the queue.
+type DeadLetter[T any] struct {
+	Seq      int64
+	Value    T
+	Attempts int       // deliveries before it was moved
+	Enqueued time.Time // when it was first enqueued
+	Died     time.Time // when it was moved to the dead-letter queue
+}
+
+// DeadLetters iterates over the queue's dead letters in [first, last],
+// oldest sequence number first. Dead letters added or removed while it
+// runs may or may not appear; it is safe to Requeue or Discard the one at
+// hand inside the loop. An error (a value that does not decode matches
+// tipkv.ErrCorrupt and names the key) is yielded once, as the last pair,
+// with the dead letter's Seq set so that it can be discarded.
+func (q *Queue[T]) DeadLetters() iter.Seq2[DeadLetter[T], error] {
+	c := q.c
+	return func(yield func(DeadLetter[T], error) bool) {
+		it, err := c.store.NewIter(c.k.deadPrefix, c.k.deadEnd)
+		if err != nil {
+			yield(DeadLetter[T]{}, fmt.Errorf("queue %q: dead letters: %w", c.name, err))
+			return
+		}
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			var d DeadLetter[T]
+			seq, err := seqOf(c.k.deadPrefix, it.Key())
+			if err == nil {
+				d.Seq = seq
+				err = q.decodeDead(it, &d)
+			}
+			if err != nil {
+				yield(d, fmt.Errorf("queue %q: dead letter %d (key %x): %w", c.name, d.Seq, it.Key(), err))
+				return
+			}
+			if !yield(d, nil) {
+				return
+			}
+		}
+		if err := it.Error(); err != nil {
+			yield(DeadLetter[T]{}, fmt.Errorf("queue %q: dead letters: %w", c.name, err))
+		}
+	}
+}
+
+func (q *Queue[T]) decodeDead(it storage.Iter, d *DeadLetter[T]) error {
+	v, err := it.Value()
+	if err != nil {
+		return err
+	}
+	if len(v) > 0 && v[0] == deadRawFormat {
+		return fmt.Errorf("%w: the message was moved here because its stored bytes were corrupt", tipkv.ErrCorrupt)
+	}
+	h, payload, err := parseHeader(v, deadFormat)
+	if err != nil {
+		return err
+	}
+	d.Attempts, d.Enqueued, d.Died = h.attempts, fromUnixNano(h.enqueued), fromUnixNano(h.at)
+	if err := q.codec.Decode(payload, &d.Value); err != nil {
+		return q.c.corrupt(d.Seq, err)
+	}
+	return nil
+}
+
+// Requeue moves the dead letters with the given sequence numbers back to
+// the tail of the queue, in the order given, through w. They get new
+// sequence numbers and their attempt counts start again at zero; their
+// values are copied as stored, without decoding. A sequence number that is
+// not in the dead-letter queue is an error matching tipkv.ErrNotFound, one
+// that another Requeue or Discard is moving now matches tipkv.ErrConflict,
+// and then nothing is moved.
+func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
+	c := q.c
+	err := c.withDead(w, seqs, func(tx *storage.Tx, vals [][]byte) error {
+		items := make([][]byte, len(vals))
+		for i, v := range vals {
+			h, payload, err := parseHeader(v, deadFormat)
+			if err != nil {
+				return fmt.Errorf("dead letter %d (key %x): %w", seqs[i], c.k.dead(nil, seqs[i]), err)
+			}
+			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued}), payload...)
+		}
+		b, err := c.alloc(len(items))
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() { c.resolve(b, true) })
+		tx.OnAbort(func() { c.resolve(b, false) })
+		for i, v := range items {
+			if err := tx.Batch.Set(c.k.item(nil, b.start+int64(i)), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue %q: requeue: %w", c.name, err)
+	}
+	return nil
+}
+
+// Discard deletes the dead letters with the given sequence numbers,
+// through w. Missing or busy sequence numbers are errors as in Requeue,
+// and then nothing is deleted.
+func (q *Queue[T]) Discard(w tipkv.Writer, seqs ...int64) error {
+	err := q.c.withDead(w, seqs, func(*storage.Tx, [][]byte) error { return nil })
+	if err != nil {
+		return fmt.Errorf("queue %q: discard: %w", q.c.name, err)
+	}
+	return nil
+}
+
+// withDead reads the dead letters seqs in w's Tx, holding them against
+// concurrent Requeue and Discard until the Tx ends, runs f, and deletes
+// them.
+func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]byte) error) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	return link.Write(w, func(tx *storage.Tx) error {
+		if err := c.owns(tx); err != nil {
+			return err
+		}
+		if err := c.claimDead(seqs); err != nil {
+			return err
+		}
+		done := func() { c.releaseDead(seqs) }
+		tx.OnCommit(done)
+		tx.OnAbort(done)
+		vals := make([][]byte, len(seqs))
+		for i, seq := range seqs {
+			v, err := c.store.Get(c.k.dead(nil, seq))
+			if errors.Is(err, storage.ErrNotFound) {
+				return fmt.Errorf("dead letter %d: %w", seq, tipkv.ErrNotFound)
+			}
+			if err != nil {
+				return fmt.Errorf("dead letter %d: %w", seq, err)
+			}
+			vals[i] = v
+		}
+		if err := f(tx, vals); err != nil {
+			return err
+		}
+		for _, seq := range seqs {
+			if err := tx.Batch.Delete(c.k.dead(nil, seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (c *core) claimDead(seqs []int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return tipkv.ErrClosed
+	}
+	seen := make(map[int64]bool, len(seqs))
+	for _, s := range seqs {
+		if seen[s] {
+			return fmt.Errorf("%w: dead letter %d given twice", tipkv.ErrInvalid, s)
+		}
+		seen[s] = true
+		if c.deadBusy[s] {
+			return fmt.Errorf("dead letter %d is being moved by another call: %w", s, tipkv.ErrConflict)
+		}
+	}
+	for _, s := range seqs {
+		c.deadBusy[s] = true
+	}
+	return nil
+}
+
+func (c *core) releaseDead(seqs []int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range seqs {
+		delete(c.deadBusy, s)
+	}
+}

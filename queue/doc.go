@@ -1,0 +1,82 @@
+// Package queue is tipkv's oldest-first view: FIFO queues of typed
+// messages, stored on the same codec as the document versions, with
+// leases, acknowledgements, dead letters and a transactional outbox.
+//
+//	q, err := queue.Open[Event](db, "events", nil)
+//	err = q.Enqueue(db, Event{...})                 // or q.Enqueue(batch, ...) inside db.Update
+//	msgs, err := q.Receive(100, 30*time.Second)     // leased, oldest first
+//	err = q.Ack(db, msgs[0].ID)                     // deleted
+//
+// A queue keeps its speed however many consumed messages lie before its
+// head: every read starts at the head it tracks and stops at an upper
+// bound, so no read ever walks deleted data.
+//
+// # Delivery
+//
+// Receive leases messages (at least once): Ack deletes them, Release or an
+// ended lease makes them visible again, and every delivery is counted in
+// the stored message before Receive returns. A message delivered
+// MaxAttempts times that becomes visible again moves to the queue's
+// dead-letter queue, where DeadLetters lists it and Requeue or Discard
+// handle it. Pop receives and deletes in one write (at most once). Peek
+// reads without leasing. Wait blocks until a message is visible.
+//
+// Consumers see a message only once the commit that wrote it has returned
+// (after its WAL sync, unless the DB is NoSync): Pebble shows a write to
+// readers before the sync, and a consumer must not act on a message that a
+// crash can still erase. Concurrent enqueues may commit out of sequence
+// order; the queue keeps a watermark below which every enqueue has
+// committed or failed, and reads stop there, so a consumer never skips a
+// message that commits after a later one.
+//
+// # Keys
+//
+//	item         02 | name | asc(seq)   item header | payload
+//	state        03 | name              0x01 | uvarint head | uvarint tail
+//	dead letter  05 | name | asc(seq)   dead header | payload
+//
+//	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at
+//	dead header  0x02 | uvarint attempts | varint enqueued | varint died
+//	             or 0x03 | the stored bytes of an item whose header was corrupt
+//
+// Times are Unix nanoseconds, 0 for none. The payload is the value codec's
+// encoding (msgpack by default). Sequence numbers start at 1.
+//
+// # Head, tail and crash consistency
+//
+// Sequence numbers come from memory. Every batch that deletes messages
+// (Ack, Pop, a move to the dead-letter queue) also writes the state key:
+// head is the oldest message that batch leaves unconsumed, counting every
+// other write in flight as not done, so every number below head is
+// consumed and deleted once the batch commits, and tail is the next
+// sequence number the process would assign. Both are lower bounds, and a
+// crash can never leave them ahead of the messages they describe, because
+// they commit in the same batch as the deletes. (A batch that commits
+// after a later one may write a lower head; that costs a longer walk at the
+// next load, never a message.)
+//
+// Enqueues do not write the state key: concurrent enqueues commit out of
+// order, and an earlier-numbered batch applied last would move the tail
+// back. Instead the tail is found when a queue is first opened in a
+// process: one walk from the stored head to the end of the queue counts the
+// live messages and finds the last, and tail = max(stored tail, last + 1,
+// last dead letter + 1). The walk starts at the head, so it never passes
+// consumed messages.
+//
+// # Deletes
+//
+// Acknowledged messages are deleted at once: each run of consecutive
+// sequence numbers in one Ack (or Pop, or dead-letter move) with one
+// DeleteRange, a lone one with a point Delete. Every number is consumed
+// exactly once, so tombstones never overlap. Messages acknowledged out of
+// order are deleted as well; only the in-memory head waits for the oldest
+// unacknowledged message. Pebble's compactions drop the tombstones and the
+// data they cover in the background.
+//
+// # Leases in memory
+//
+// A DB belongs to one process, so who holds which lease is kept in memory,
+// shared by every handle of a queue. After a restart no lease exists:
+// every unacknowledged message is visible again, with its attempts counted
+// so far, and IDs from before the restart return ErrLeaseLost.
+package queue

@@ -1,0 +1,138 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/queue"
+)
+
+type Email struct {
+	To      string
+	Subject string
+}
+
+// Work queue: receive with a lease, handle, acknowledge.
+func Example() {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	emails, err := queue.Open[Email](db, "emails", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	if err := emails.Enqueue(db, Email{"ann@example.com", "hello"}, Email{"bob@example.com", "hi"}); err != nil {
+		log.Fatal(err)
+	}
+	msgs, err := emails.Receive(10, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range msgs {
+		fmt.Printf("#%d to %s: %s (attempt %d)\n", m.Seq, m.Value.To, m.Value.Subject, m.Attempts)
+		if err := emails.Ack(db, m.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("left:", emails.Len())
+	// Output:
+	// #1 to ann@example.com: hello (attempt 1)
+	// #2 to bob@example.com: hi (attempt 1)
+	// left: 0
+}
+
+// The transactional outbox: the message commits in the same batch as the
+// state change it announces, so both survive a crash or neither does.
+func Example_outbox() {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	outbox, err := queue.Open[string](db, "outbox", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	err = db.Update(func(b *tipkv.Batch) error {
+		// ... write the order document through b here ...
+		return outbox.Enqueue(b, "order-17 placed")
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The relay: wait for messages, publish, acknowledge.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := outbox.Wait(ctx); err != nil {
+		log.Fatal(err)
+	}
+	msgs, err := outbox.Receive(1000, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range msgs {
+		fmt.Println("publish:", m.Value)
+	}
+	if err := outbox.Ack(db, msgs[0].ID); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// publish: order-17 placed
+}
+
+// Messages that keep failing move to the dead-letter queue, where they can
+// be listed and requeued.
+func ExampleQueue_DeadLetters() {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	jobs, err := queue.Open(db, "jobs", &queue.Options[string]{MaxAttempts: 2})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := jobs.Enqueue(db, "resize photo 9"); err != nil {
+		log.Fatal(err)
+	}
+	for {
+		msgs, err := jobs.Receive(1, time.Minute)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if len(msgs) == 0 {
+			break // the third delivery moved it to the dead letters
+		}
+		fmt.Println("failed attempt", msgs[0].Attempts)
+		if err := jobs.Release(msgs[0].ID, 0); err != nil { // give up; visible again at once
+			log.Fatal(err)
+		}
+	}
+	for d, err := range jobs.DeadLetters() {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("dead: #%d %q after %d attempts\n", d.Seq, d.Value, d.Attempts)
+		if err := jobs.Requeue(db, d.Seq); err != nil {
+			log.Fatal(err)
+		}
+	}
+	msgs, err := jobs.Pop(1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("requeued as #%d, attempt %d\n", msgs[0].Seq, msgs[0].Attempts)
+	// Output:
+	// failed attempt 1
+	// failed attempt 2
+	// dead: #1 "resize photo 9" after 2 attempts
+	// requeued as #2, attempt 1
+}

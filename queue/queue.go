@@ -1,0 +1,197 @@
+package queue
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Limits on input. Larger names or values are refused with an error that
+// matches tipkv.ErrInvalid, and nothing is written.
+const (
+	// MaxNameSize is the longest queue name, in bytes.
+	MaxNameSize = 1024
+	// MaxValueSize is the largest encoded message value, in bytes.
+	MaxValueSize = 1 << 20
+)
+
+// DefaultMaxAttempts is Options.MaxAttempts when it is zero.
+const DefaultMaxAttempts = 10
+
+// Options configure a Queue handle. A nil *Options is valid and means the
+// defaults.
+type Options[T any] struct {
+	// Codec encodes message values. Every handle of one queue must use
+	// the same codec. The default is codec.Msgpack[T].
+	Codec codec.Value[T]
+
+	// MaxAttempts is how many times a message may be delivered (by
+	// Receive or Pop). A message that has been delivered MaxAttempts times
+	// and becomes visible again moves to the dead-letter queue the next
+	// time a Receive or Pop reaches it, instead of being delivered. A
+	// negative value means no limit. The default is DefaultMaxAttempts.
+	MaxAttempts int
+}
+
+// Queue is a handle on one FIFO queue in a DB: messages of type T, oldest
+// first, delivered at least once (Receive, Ack) or at most once (Pop).
+//
+// Handles are cheap and safe for concurrent use by many goroutines; every
+// handle of one name in one DB shares the queue's state. The handle is
+// usable until the DB closes; then every call returns tipkv.ErrClosed.
+type Queue[T any] struct {
+	c           *core
+	codec       codec.Value[T]
+	maxAttempts int
+}
+
+// Open returns a handle on the queue called name in db, creating nothing
+// on disk until the first Enqueue. The first Open of a queue in a DB loads
+// its state: one read of its state key and one walk over its live
+// messages, from the head to the end (about 0.1 us per message).
+func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error) {
+	if name == "" {
+		return nil, fmt.Errorf("%w: queue: empty name", tipkv.ErrInvalid)
+	}
+	if len(name) > MaxNameSize {
+		return nil, fmt.Errorf("%w: queue %.32q...: name is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, name, len(name), MaxNameSize)
+	}
+	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts}
+	if opts != nil {
+		if opts.Codec != nil {
+			q.codec = opts.Codec
+		}
+		if opts.MaxAttempts != 0 {
+			q.maxAttempts = opts.MaxAttempts
+		}
+	}
+	if q.maxAttempts < 0 {
+		q.maxAttempts = 0 // no limit
+	}
+	c, err := coreFor(db, name)
+	if err != nil {
+		return nil, err
+	}
+	q.c = c
+	return q, nil
+}
+
+// Name returns the queue's name.
+func (q *Queue[T]) Name() string { return q.c.name }
+
+// Enqueue appends items to the queue, in order, through w: a *tipkv.DB
+// commits them at once, a *tipkv.Batch commits them with the rest of its
+// Update (the transactional outbox). Sequence numbers come from memory;
+// Enqueue reads nothing and never waits for other writers. The items
+// become visible to Receive, Peek, Pop and Wait once the commit has
+// returned and every earlier-numbered enqueue has committed or failed.
+//
+// An item whose encoding is over MaxValueSize is refused with
+// tipkv.ErrInvalid; then none of items is written. Enqueue with no items
+// does nothing.
+func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
+	return q.enqueue(w, time.Time{}, items)
+}
+
+// EnqueueAt is Enqueue for messages that stay invisible until at. A
+// delayed message keeps its place in the queue: it holds the head, so the
+// queue's memory of delivered messages and its restart walk both grow with
+// the number of messages enqueued behind it until it is consumed. Use
+// delays of seconds to hours, not months.
+func (q *Queue[T]) EnqueueAt(w tipkv.Writer, at time.Time, items ...T) error {
+	return q.enqueue(w, at, items)
+}
+
+func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
+	if len(items) == 0 {
+		return nil
+	}
+	h := header{enqueued: time.Now().UnixNano(), at: unixNano(at)}
+	buf := make([]byte, 0, len(items)*(maxHeaderSize+32))
+	ends := make([]int, len(items))
+	for i, v := range items {
+		buf = appendHeader(buf, itemFormat, h)
+		payload := len(buf)
+		var err error
+		if buf, err = q.codec.Append(buf, v); err != nil {
+			return fmt.Errorf("queue %q: enqueue item %d: %w", q.c.name, i, err)
+		}
+		if n := len(buf) - payload; n > MaxValueSize {
+			return fmt.Errorf("%w: queue %q: enqueue item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, q.c.name, i, n, MaxValueSize)
+		}
+		ends[i] = len(buf)
+	}
+	err := link.Write(w, func(tx *storage.Tx) error {
+		if err := q.c.owns(tx); err != nil {
+			return err
+		}
+		b, err := q.c.alloc(len(items))
+		if err != nil {
+			return err
+		}
+		tx.OnCommit(func() { q.c.resolve(b, true) })
+		tx.OnAbort(func() { q.c.resolve(b, false) })
+		key := make([]byte, 0, len(q.c.k.itemPrefix)+codec.NumberSize)
+		start := 0
+		for i, end := range ends {
+			key = q.c.k.item(key[:0], b.start+int64(i))
+			if err := tx.Batch.Set(key, buf[start:end]); err != nil {
+				return err
+			}
+			start = end
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
+	}
+	return nil
+}
+
+// owns checks that tx writes to this queue's DB.
+func (c *core) owns(tx *storage.Tx) error {
+	if tx.Owner != c.db {
+		return fmt.Errorf("%w: queue %q: the batch belongs to another DB", tipkv.ErrInvalid, c.name)
+	}
+	return nil
+}
+
+// Len returns the number of messages in the queue: visible, leased and
+// delayed ones, everything enqueued and committed that is not yet
+// acknowledged, popped or dead-lettered. It reads only memory.
+func (q *Queue[T]) Len() int { return q.Stats().Len }
+
+// Stats describes a queue at one moment.
+type Stats struct {
+	// Head is the oldest sequence number not yet consumed (Tail when the
+	// queue is empty). Every message below it is gone.
+	Head int64
+	// Tail is the sequence number the next enqueue gets.
+	Tail int64
+	// Len is the number of messages in the queue, as Len returns it.
+	Len int
+	// Leased is the number of messages leased to consumers now.
+	Leased int
+	// Delayed is the number of messages known to be invisible until a
+	// later time (released with a delay, or enqueued with EnqueueAt and
+	// reached by a read).
+	Delayed int
+}
+
+// Stats returns the queue's counters. It reads only memory.
+func (q *Queue[T]) Stats() Stats {
+	c := q.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := len(c.pending) + c.fresh
+	for _, b := range c.blocks {
+		if b.state == blockCommitted {
+			n += int(b.n)
+		}
+	}
+	return Stats{Head: c.head(), Tail: c.next, Len: n, Leased: c.nleased, Delayed: c.nwaiting}
+}

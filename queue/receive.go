@@ -1,0 +1,427 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Message is one message read from a queue. Its memory belongs to the
+// caller.
+type Message[T any] struct {
+	// ID names this delivery for Ack, Release and Extend. It is the zero
+	// ID for messages from Peek and Pop.
+	ID ID
+	// Seq is the message's position in the queue: later enqueues get
+	// larger numbers.
+	Seq int64
+	// Value is the decoded message.
+	Value T
+	// Attempts counts the deliveries of the message, this one included
+	// (for Peek: the deliveries so far).
+	Attempts int
+	// Enqueued is when the message was enqueued (by the producer's clock).
+	Enqueued time.Time
+}
+
+// Receive leases up to max of the oldest visible messages to the caller
+// for the lease duration, oldest first: messages whose lease ended or that
+// were released come before never-delivered ones, as they are older. While
+// a lease holds, no other Receive or Pop gets the message; Ack removes it,
+// Release makes it visible again, Extend prolongs the lease. When a lease
+// ends without an Ack the message is visible again and will be delivered
+// again, with Attempts one higher: delivery is at least once.
+//
+// Receive counts the delivery durably before it returns (one write, synced
+// unless the DB is NoSync), so MaxAttempts holds across crashes. A message
+// delivered MaxAttempts times already moves to the dead-letter queue in
+// that write instead of being returned. It returns no messages and no
+// error when nothing is visible; see Wait.
+//
+// A message whose stored value does not decode also moves to the
+// dead-letter queue; Receive then returns the other messages together with
+// an error that matches tipkv.ErrCorrupt and names the key.
+func (q *Queue[T]) Receive(max int, lease time.Duration) ([]Message[T], error) {
+	if max < 1 || lease <= 0 {
+		return nil, fmt.Errorf("%w: queue %q: receive %d messages for %v: want max >= 1 and lease > 0", tipkv.ErrInvalid, q.c.name, max, lease)
+	}
+	return q.deliver(max, lease, false)
+}
+
+// Pop removes up to max of the oldest visible messages and returns them,
+// in one write: delivery at most once. A crash after Pop returns loses the
+// messages if the caller has not acted on them. Messages delivered
+// MaxAttempts times already move to the dead-letter queue instead, as in
+// Receive.
+func (q *Queue[T]) Pop(max int) ([]Message[T], error) {
+	if max < 1 {
+		return nil, fmt.Errorf("%w: queue %q: pop %d messages: want max >= 1", tipkv.ErrInvalid, q.c.name, max)
+	}
+	return q.deliver(max, 0, true)
+}
+
+func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T], error) {
+	c := q.c
+	op := "receive"
+	if pop {
+		op = "pop"
+	}
+	ts, err := c.take(max, time.Now(), q.maxAttempts)
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	vals := make([]T, len(ts))
+	var bad []error
+	for i, t := range ts {
+		if !t.dead {
+			if err := q.codec.Decode(t.payload, &vals[i]); err != nil {
+				t.dead, t.bad = true, c.corrupt(t.e.seq, err)
+			}
+		}
+		if t.bad != nil {
+			bad = append(bad, t.bad)
+		}
+	}
+	if err := c.commitTake(ts, pop, lease); err != nil {
+		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
+	}
+	out := make([]Message[T], 0, len(ts))
+	for i, t := range ts {
+		if t.dead {
+			continue
+		}
+		var id ID
+		if !pop {
+			id = ID{seq: t.e.seq, lease: t.lease}
+		}
+		out = append(out, Message[T]{
+			ID:       id,
+			Seq:      t.e.seq,
+			Value:    vals[i],
+			Attempts: t.hdr.attempts + 1,
+			Enqueued: fromUnixNano(t.hdr.enqueued),
+		})
+	}
+	if len(bad) > 0 {
+		return out, fmt.Errorf("queue %q: %s: moved to the dead-letter queue: %w", c.name, op, errors.Join(bad...))
+	}
+	return out, nil
+}
+
+// Peek returns up to max of the oldest visible messages without leasing or
+// changing them, in the order Receive would deliver them. Their ID is the
+// zero ID. A stored value that does not decode is an error that matches
+// tipkv.ErrCorrupt and names the key.
+func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
+	c := q.c
+	if max < 1 {
+		return nil, fmt.Errorf("%w: queue %q: peek %d messages: want max >= 1", tipkv.ErrInvalid, c.name, max)
+	}
+	ts, err := c.peek(max, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
+	}
+	out := make([]Message[T], len(ts))
+	for i, t := range ts {
+		if t.bad != nil {
+			return nil, fmt.Errorf("queue %q: peek: %w", c.name, t.bad)
+		}
+		if err := q.codec.Decode(t.payload, &out[i].Value); err != nil {
+			return nil, fmt.Errorf("queue %q: peek: %w", c.name, c.corrupt(t.e.seq, err))
+		}
+		out[i].Seq = t.e.seq
+		out[i].Attempts = t.hdr.attempts
+		out[i].Enqueued = fromUnixNano(t.hdr.enqueued)
+	}
+	return out, nil
+}
+
+// taken is a message picked by take, on its way to its consumer or to the
+// dead-letter queue.
+type taken struct {
+	e       *entry
+	hdr     header
+	raw     []byte // the stored value (a copy)
+	payload []byte // aliases raw; nil when the header is corrupt
+	dead    bool   // moves to the dead-letter queue
+	bad     error  // why it is corrupt, if it is
+	lease   uint64 // set by commitTake
+}
+
+// corrupt wraps a decoding error of message seq so that it matches
+// ErrCorrupt and names the key.
+func (c *core) corrupt(seq int64, err error) error {
+	if !errors.Is(err, codec.ErrCorrupt) {
+		err = fmt.Errorf("%w: %v", codec.ErrCorrupt, err)
+	}
+	return fmt.Errorf("message %d (key %x): %w", seq, c.k.item(nil, seq), err)
+}
+
+// examine parses a stored item and decides whether it is dead.
+func (c *core) examine(e *entry, v []byte, maxAttempts int) *taken {
+	t := &taken{e: e, raw: v}
+	h, payload, err := parseHeader(v, itemFormat)
+	if err != nil {
+		t.dead, t.bad = true, c.corrupt(e.seq, err)
+		return t
+	}
+	t.hdr, t.payload = h, payload
+	t.dead = maxAttempts > 0 && h.attempts >= maxAttempts
+	return t
+}
+
+// take picks up to max deliverable messages, oldest first, and marks them
+// busy; dead ones come along without counting. Messages whose visible-at
+// time is later than now are set aside as waiting. It reads
+// [head, watermark) only: visible-again messages by key, then fresh ones
+// from the cursor with the watermark as the iterator's upper bound.
+func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, tipkv.ErrClosed
+	}
+	c.expire(now)
+	var out []*taken
+	fail := func(err error) ([]*taken, error) {
+		for _, t := range out {
+			c.setState(t.e, stReady, time.Time{})
+		}
+		return nil, err
+	}
+	n := 0
+	for n < limit {
+		e := c.popReady()
+		if e == nil {
+			break
+		}
+		v, err := c.store.Get(c.k.item(nil, e.seq))
+		if errors.Is(err, storage.ErrNotFound) {
+			c.remove(e) // gone from under us; nothing to deliver
+			continue
+		}
+		c.setState(e, stBusy, time.Time{})
+		if err != nil {
+			out = append(out, &taken{e: e})
+			return fail(err)
+		}
+		t := c.examine(e, v, maxAttempts)
+		out = append(out, t)
+		if !t.dead {
+			n++
+		}
+	}
+	if n == limit || c.cursor >= c.watermark {
+		return out, nil
+	}
+	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	if err != nil {
+		return fail(err)
+	}
+	exhausted := true
+	nowNS := now.UnixNano()
+	for ok := it.First(); ok; ok = it.Next() {
+		seq, err := seqOf(c.k.itemPrefix, it.Key())
+		if err != nil {
+			_ = it.Close()
+			return fail(err)
+		}
+		v, err := it.Value()
+		if err != nil {
+			_ = it.Close()
+			return fail(err)
+		}
+		e := &entry{seq: seq, state: stBusy}
+		c.addEntry(e)
+		c.cursor = seq + 1
+		c.fresh = max(c.fresh-1, 0)
+		t := c.examine(e, bytes.Clone(v), maxAttempts)
+		if t.bad == nil && t.hdr.at > nowNS {
+			c.setState(e, stWaiting, time.Unix(0, t.hdr.at))
+			continue
+		}
+		out = append(out, t)
+		if !t.dead {
+			n++
+		}
+		if n == limit {
+			exhausted = false
+			break
+		}
+	}
+	if err := closeIter(it); err != nil {
+		return fail(err)
+	}
+	if exhausted {
+		c.cursor, c.fresh = c.watermark, 0
+	}
+	return out, nil
+}
+
+// commitTake writes what take picked, in one batch: each delivered
+// message's attempts count (Receive) or its deletion (Pop); each dead one
+// into the dead-letter queue and out of the queue; and the queue state when
+// anything was removed. Then it leases the delivered messages, the lease
+// starting now, or, if the write failed, makes them visible again.
+func (c *core) commitTake(ts []*taken, pop bool, lease time.Duration) error {
+	var consumed []*entry
+	for _, t := range ts {
+		if t.dead || pop {
+			consumed = append(consumed, t.e)
+		}
+	}
+	died := time.Now().UnixNano()
+	err := link.Write(c.db, func(tx *storage.Tx) error {
+		b := tx.Batch
+		var key, val []byte
+		for _, t := range ts {
+			switch {
+			case t.dead:
+				if t.payload == nil { // keep the corrupt bytes as they were
+					val = append(append(val[:0], deadRawFormat), t.raw...)
+				} else {
+					h := t.hdr
+					h.at = died
+					val = append(appendHeader(val[:0], deadFormat, h), t.payload...)
+				}
+				key = c.k.dead(key[:0], t.e.seq)
+			case pop:
+				continue
+			default:
+				h := t.hdr
+				h.attempts++
+				h.at = 0
+				val = append(appendHeader(val[:0], itemFormat, h), t.payload...)
+				key = c.k.item(key[:0], t.e.seq)
+			}
+			if err := b.Set(key, val); err != nil {
+				return err
+			}
+		}
+		if len(consumed) == 0 {
+			return nil
+		}
+		if err := c.deleteRuns(b, seqs(consumed)); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		st := c.stateAfter(consumed)
+		c.mu.Unlock()
+		return b.Set(c.k.state, st)
+	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		for _, t := range ts {
+			if !t.e.removed {
+				c.setState(t.e, stReady, time.Time{})
+			}
+		}
+		c.notify()
+		return err
+	}
+	deadline := time.Now().Add(lease)
+	for _, t := range ts {
+		if t.dead || pop {
+			c.remove(t.e)
+			continue
+		}
+		t.e.lease = newLease()
+		t.lease = t.e.lease
+		c.setState(t.e, stLeased, deadline)
+	}
+	return nil
+}
+
+func seqs(es []*entry) []int64 {
+	out := make([]int64, len(es))
+	for i, e := range es {
+		out[i] = e.seq
+	}
+	slices.Sort(out)
+	return out
+}
+
+// deleteRuns deletes the items at the sorted sequence numbers ss: each run
+// of consecutive numbers with one DeleteRange, a lone number with a point
+// Delete (cheaper for Pebble than a one-key range). Every number is
+// consumed exactly once, so no two tombstones ever cover the same key.
+func (c *core) deleteRuns(b storage.Batch, ss []int64) error {
+	var lo, hi []byte
+	for i := 0; i < len(ss); {
+		j := i
+		for j+1 < len(ss) && ss[j+1] == ss[j]+1 {
+			j++
+		}
+		lo = c.k.item(lo[:0], ss[i])
+		var err error
+		if i == j {
+			err = b.Delete(lo)
+		} else {
+			hi = c.k.item(hi[:0], ss[j]+1)
+			err = b.DeleteRange(lo, hi)
+		}
+		if err != nil {
+			return err
+		}
+		i = j + 1
+	}
+	return nil
+}
+
+// peek returns up to max visible messages, oldest first, changing nothing.
+func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, tipkv.ErrClosed
+	}
+	c.expire(now)
+	var out []*taken
+	for _, e := range c.readyEntries(limit) {
+		v, err := c.store.Get(c.k.item(nil, e.seq))
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c.examine(e, v, 0))
+	}
+	if len(out) == limit || c.cursor >= c.watermark {
+		return out, nil
+	}
+	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	if err != nil {
+		return nil, err
+	}
+	nowNS := now.UnixNano()
+	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
+		seq, err := seqOf(c.k.itemPrefix, it.Key())
+		if err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		v, err := it.Value()
+		if err != nil {
+			_ = it.Close()
+			return nil, err
+		}
+		t := c.examine(&entry{seq: seq}, bytes.Clone(v), 0)
+		if t.bad == nil && t.hdr.at > nowNS {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out, closeIter(it)
+}
