@@ -1,0 +1,222 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+)
+
+var checkCommand = &command{
+	name:    "check",
+	args:    []string{"DIR"},
+	summary: "verify keys, values, version density and queue state; exit 1 if unhealthy",
+	help: `
+Reads every key once and verifies that:
+
+  - every key has its family's layout (keys of other families, or that do
+    not decode, are problems);
+  - the format key exists and names a format this tipkv reads;
+  - every document's versions are >= 1 and dense: no gap between the oldest
+    kept version and the latest (Prune and PruneBefore drop the oldest
+    versions, so versions may start above 1);
+  - every document version, feed event, queue message and dead letter
+    decodes as msgpack (skip that for collections, streams or queues that
+    use another codec with --raw), and every queue header and queue state
+    parses;
+  - no queue message lies below its queue's head (consumed messages are
+    deleted) and sequence numbers are >= 1.
+
+Exit status 0 means healthy, 1 means problems were found (they are listed),
+2 means bad usage or the store could not be opened.`,
+	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
+		raw := fs.String("raw", "", "comma-separated `NAMES` of collections, streams or queues whose values are not msgpack")
+		max := fs.Int("max", 100, "list at most `N` problems (all are counted)")
+		return func(c *ctx, args []string) int {
+			if *max < 0 {
+				return c.usagef("--max must be >= 0, not %d", *max)
+			}
+			names := map[string]bool{}
+			for _, n := range strings.Split(*raw, ",") {
+				if n != "" {
+					names[n] = true
+				}
+			}
+			return check(c, args[0], names, *max)
+		}
+	},
+}
+
+type problem struct {
+	kind   string // key, value, format, versions, queue
+	key    key
+	detail string
+}
+
+type checker struct {
+	raw      map[string]bool
+	max      int
+	problems []problem
+	count    int
+	keys     uint64
+
+	docs        uint64
+	events      uint64
+	messages    uint64
+	sawFormat   bool
+	prevDoc     []byte // collection and id segments of the previous version key
+	prevVersion int64
+	gapShown    bool
+	queueHeads  map[string]int64
+}
+
+func (ck *checker) add(kind string, k key, format string, args ...any) {
+	ck.count++
+	if len(ck.problems) < ck.max {
+		ck.problems = append(ck.problems, problem{kind, k, fmt.Sprintf(format, args...)})
+	}
+}
+
+func (ck *checker) visit(k key, v []byte) {
+	ck.keys++
+	if !k.complete() {
+		ck.add("key", k, "%s", k.bad)
+		return
+	}
+	r := decodeRecord(k, v)
+	if r.bad != "" {
+		ck.add("value", k, "%s", r.bad)
+	} else if r.msgpack && r.value.err != nil && !ck.raw[k.seg(0)] {
+		ck.add("value", k, "not msgpack: %v", r.value.err)
+	}
+	switch k.fam.id {
+	case codec.FamilyMeta:
+		if k.seg(0) == "format" {
+			ck.sawFormat = true
+			if n, err := strconv.Atoi(string(v)); err == nil && n > tipkv.FormatVersion {
+				ck.add("format", k, "store format %d is newer than this tipkv's %d", n, tipkv.FormatVersion)
+			}
+		}
+	case codec.FamilyVersions:
+		ck.version(k)
+	case codec.FamilyFeed:
+		ck.events++
+		if len(k.segs[0]) == 0 {
+			ck.add("key", k, "empty stream name")
+		}
+	case codec.FamilyQueueState:
+		if st, err := parseQueueState(v); err == nil {
+			ck.queueHeads[k.seg(0)] = st.head
+		}
+	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
+		ck.messages++
+		if k.num < 1 {
+			ck.add("queue", k, "sequence number %d is below 1", k.num)
+		}
+		// The state key (03) sorts after the items (02) it describes and
+		// before the dead letters (05), so it is checked after the scan.
+	}
+}
+
+// version checks one version key; keys come in order, so a document's
+// versions arrive newest first, one after the other.
+func (ck *checker) version(k key) {
+	if len(k.segs[0]) == 0 || len(k.segs[1]) == 0 {
+		ck.add("key", k, "empty collection name or document id")
+	}
+	doc := k.raw[:len(k.raw)-codec.NumberSize]
+	same := string(doc) == string(ck.prevDoc)
+	if !same {
+		ck.docs++
+		ck.prevDoc = doc
+		ck.gapShown = false
+	}
+	if k.num < 1 {
+		ck.add("versions", k, "version %d is below 1", k.num)
+	} else if same && k.num != ck.prevVersion-1 && !ck.gapShown {
+		ck.gapShown = true
+		missing := fmt.Sprintf("%d", k.num+1)
+		if ck.prevVersion-k.num > 2 {
+			missing = fmt.Sprintf("%d to %d", k.num+1, ck.prevVersion-1)
+		}
+		ck.add("versions", k, "versions %d then %d: %s missing", ck.prevVersion, k.num, missing)
+	}
+	ck.prevVersion = k.num
+}
+
+func check(c *ctx, dir string, raw map[string]bool, max int) int {
+	s, code := c.openStore(dir, false)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+
+	ck := &checker{raw: raw, max: max, queueHeads: map[string]int64{}}
+	err := s.scan([]byte{}, keyspaceEnd, func(k, v []byte) error {
+		ck.visit(decodeKey(k), v)
+		return nil
+	})
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+	if !ck.sawFormat {
+		ck.add("format", decodeKey(codec.AppendString([]byte{byte(codec.FamilyMeta)}, "format")), "no format key")
+	}
+	// Queue items below their queue's head.
+	for _, name := range slices.Sorted(maps.Keys(ck.queueHeads)) {
+		head := ck.queueHeads[name]
+		lo := segPrefix(codec.FamilyQueueItems, name)
+		hi := codec.AppendAsc(append([]byte(nil), lo...), head)
+		err := s.scan(lo, hi, func(k, _ []byte) error {
+			ck.add("queue", decodeKey(k), "message below the queue's head %d: consumed messages must be deleted", head)
+			return nil
+		})
+		if err != nil {
+			return c.failf(exitFail, "%v", err)
+		}
+	}
+
+	healthy := ck.count == 0
+	if c.json {
+		list := []any{}
+		for _, p := range ck.problems {
+			obj := object{{"kind", p.kind}}
+			obj = append(obj, p.key.fields()...)
+			obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.key.raw)}, field{"detail", p.detail})
+			list = append(list, obj)
+		}
+		err = writeJSON(c.stdout, object{
+			{"healthy", healthy}, {"keys", ck.keys}, {"documents", ck.docs}, {"events", ck.events},
+			{"messages", ck.messages}, {"problem_count", ck.count}, {"problems", list},
+		})
+	} else {
+		if len(ck.problems) > 0 {
+			t := newTable(c.stdout, "PROBLEM", "FAMILY", "KEY", "DETAIL")
+			for _, p := range ck.problems {
+				t.row(p.kind, familyName(p.key.raw0()), p.key.text(), p.detail)
+			}
+			err = t.flush()
+			if ck.count > len(ck.problems) {
+				fmt.Fprintf(c.stdout, "... and %d more (--max)\n", ck.count-len(ck.problems))
+			}
+		}
+		verdict := "healthy"
+		if !healthy {
+			verdict = fmt.Sprintf("%d problem(s)", ck.count)
+		}
+		fmt.Fprintf(c.stdout, "checked %d keys (%d documents, %d events, %d queue messages): %s\n",
+			ck.keys, ck.docs, ck.events, ck.messages, verdict)
+	}
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+	if !healthy {
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,26 @@
+// Command tipkv inspects and maintains a tipkv store without writing Go.
+//
+//	tipkv stats   DIR                          families, collections, streams, queues, LSM shape
+//	tipkv dump    DIR [--family F] [--prefix P] [--hex]
+//	tipkv history DIR COLLECTION ID [-n N] [--as-of V]
+//	tipkv feed    DIR STREAM [-n N] [--since T]
+//	tipkv queue   DIR NAME [-n N] [--dead] [--requeue SEQ|all]
+//	tipkv check   DIR                          exit status 1 when the store is not healthy
+//	tipkv compact DIR
+//
+// Every command takes --help and --json, and flags may come before or after
+// the arguments. Every command but compact and queue --requeue opens the
+// store read-only. A store held by another process is refused with a
+// message that says so.
+//
+// Tables are for people; --json writes one JSON document for scripts (dump
+// writes one JSON object per line, so that a large store streams). Values
+// are decoded from msgpack into JSON: bin values (Go []byte) become base64
+// strings, maps keep their encoded field order, and a value that is not
+// msgpack is shown as hex. Key segments that are not UTF-8 become
+// {"hex": "..."} in JSON and Go-quoted strings in tables.
+//
+// Exit status: 0 when the command did what was asked (for check: the store
+// is healthy), 1 when it failed or check found problems, 2 on bad usage or
+// when the store cannot be opened.
+package main

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+
+	"github.com/tipkv/tipkv/codec"
+)
+
+var historyCommand = &command{
+	name:    "history",
+	args:    []string{"DIR", "COLLECTION", "ID"},
+	summary: "show the versions of one document, newest first",
+	help: `
+Shows the versions of document ID in COLLECTION, newest first, with their
+values decoded from msgpack (hex when a value is not msgpack). With --as-of V
+it starts at the version that was latest when version V was written: the
+greatest version <= V.
+
+Exits 1 when the document has no versions (it never existed, or was
+deleted); an --as-of older than every kept version shows nothing and exits 0.`,
+	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
+		n := fs.Int("n", 10, "show at most `N` versions; 0 shows all")
+		asOf := optInt(fs, "as-of", "start at the greatest version <= `V`")
+		return func(c *ctx, args []string) int {
+			if *n < 0 {
+				return c.usagef("-n must be >= 0, not %d", *n)
+			}
+			if asOf.set && asOf.v < 1 {
+				return c.usagef("--as-of must be >= 1, not %d", asOf.v)
+			}
+			return history(c, args[0], args[1], args[2], *n, asOf)
+		}
+	},
+}
+
+type historyEntry struct {
+	version int64
+	value   decoded
+}
+
+func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
+	s, code := c.openStore(dir, false)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+
+	prefix := segPrefix(codec.FamilyVersions, coll, id)
+	end := codec.PrefixEnd(prefix)
+	latest, found, err := s.firstNumber(prefix, end, true)
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+	if !found {
+		return c.failf(exitFail, "collection %q has no document %q", coll, id)
+	}
+	lo := prefix
+	if asOf.set {
+		lo = codec.AppendDesc(append([]byte(nil), prefix...), asOf.v)
+	}
+	var entries []historyEntry
+	err = s.scan(lo, end, func(k, v []byte) error {
+		if n > 0 && len(entries) == n {
+			return errStop
+		}
+		ver, _, err := codec.DecodeDesc(k[len(prefix):])
+		if err != nil {
+			return err
+		}
+		entries = append(entries, historyEntry{ver, decode(v)})
+		return nil
+	})
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+
+	if c.json {
+		list := []any{}
+		for _, e := range entries {
+			list = append(list, append(object{{"version", e.version}}, e.value.fields()...))
+		}
+		err = writeJSON(c.stdout, object{
+			{"collection", coll}, {"id", id}, {"latest", latest}, {"versions", list},
+		})
+	} else {
+		t := newTable(c.stdout, "VERSION", "VALUE")
+		for _, e := range entries {
+			t.row(e.version, e.value.cell())
+		}
+		err = t.flush()
+	}
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+	return exitOK
+}
+
+// firstNumber returns the number of the first key in [lo, hi): the newest
+// for a newest-first family. Keys must be lo's prefix and a number.
+func (s *store) firstNumber(lo, hi []byte, desc bool) (n int64, found bool, err error) {
+	err = s.scan(lo, hi, func(k, _ []byte) error {
+		var derr error
+		if desc {
+			n, _, derr = codec.DecodeDesc(k[len(lo):])
+		} else {
+			n, _, derr = codec.DecodeAsc(k[len(lo):])
+		}
+		if derr != nil {
+			return fmt.Errorf("key %x: %w", k, derr)
+		}
+		found = true
+		return errStop
+	})
+	return n, found, err
+}
+
+// optionalInt is an int64 flag that knows whether it was given.
+type optionalInt struct {
+	v   int64
+	set bool
+}
+
+func optInt(fs *flag.FlagSet, name, usage string) *optionalInt {
+	o := &optionalInt{}
+	fs.Func(name, usage, func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return err
+		}
+		o.v, o.set = v, true
+		return nil
+	})
+	return o
+}
+
+// usagef reports bad usage of the running command and returns exitUsage.
+func (c *ctx) usagef(format string, args ...any) int {
+	c.failf(exitUsage, format, args...)
+	fmt.Fprintf(c.stderr, "usage: %s\nRun 'tipkv %s --help' for more.\n", synopsis(c.cmd), c.cmd.name)
+	return exitUsage
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// maxCell is the widest value a table shows; --json shows every value whole.
+const maxCell = 100
+
+// writeJSON writes v as one indented JSON document.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// table writes aligned columns. Call row for each line, then flush.
+type table struct{ tw *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(toAny(header)...)
+	}
+	return t
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func (t *table) row(cells ...any) {
+	for i, c := range cells {
+		if i > 0 {
+			fmt.Fprint(t.tw, "\t")
+		}
+		fmt.Fprint(t.tw, strings.NewReplacer("\t", " ", "\n", " ").Replace(fmt.Sprint(c)))
+	}
+	fmt.Fprintln(t.tw)
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// valueCell renders a value for a table: its JSON, cut at maxCell runes.
+func valueCell(v any) string {
+	b, err := marshal(v)
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return truncate(string(b))
+}
+
+func truncate(s string) string {
+	if utf8.RuneCountInString(s) <= maxCell {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxCell-1]) + "…"
+}
+
+// hexCell renders raw bytes for a table, cut at maxCell.
+func hexCell(b []byte) string { return truncate("0x" + hex.EncodeToString(b)) }
+
+// decoded is a value as the commands show it: decoded from msgpack, or the
+// reason it did not decode.
+type decoded struct {
+	value any
+	err   error
+	raw   []byte
+}
+
+func decode(raw []byte) decoded {
+	v, err := decodeValue(raw)
+	return decoded{value: v, err: err, raw: raw}
+}
+
+// cell renders d for a table: the value as JSON, or its hex when it did not
+// decode.
+func (d decoded) cell() string {
+	if d.err != nil {
+		return hexCell(d.raw) + " (not msgpack)"
+	}
+	return valueCell(d.value)
+}
+
+// fields renders d for JSON: "value", or "value_hex" and "value_error"
+// when it did not decode.
+func (d decoded) fields() object {
+	if d.err != nil {
+		return object{{"value_hex", hex.EncodeToString(d.raw)}, {"value_error", d.err.Error()}}
+	}
+	return object{{"value", d.value}}
+}
+
+// size renders a byte count for people.
+func size(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// positionTime renders a feed position (Unix nanoseconds) as a UTC time.
+func positionTime(pos int64) string {
+	return time.Unix(0, pos).UTC().Format(time.RFC3339Nano)
+}

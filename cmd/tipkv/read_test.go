@@ -1,0 +1,222 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+)
+
+func TestDump(t *testing.T) {
+	dir := sample(t)
+	out := cliOK(t, "dump", dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 16, "a header and 15 keys:\n%s", out)
+	require.Regexp(t, `^FAMILY +KEY +VALUE$`, lines[0])
+	require.Regexp(t, `^meta +format +"1"$`, lines[1])
+	require.Regexp(t, `^versions +users \| alice \| 3 +\{"name":"Alice","email":"alice@example.com","age":31\}$`, lines[3], "newest version first")
+	require.Regexp(t, `^queue-items +jobs \| 3 +\{"attempts":1,"enqueued":"2025-03-01T12:00:00Z","visible_at":null\} \{"job":3\}$`, lines[7])
+	require.Regexp(t, `^queue-state +jobs +\{"head":3,"tail":5\}$`, lines[9])
+	require.Regexp(t, `^feed +clicks \| 1740830640000000000 +\{"page":"/p4"\}$`, lines[10])
+	require.Regexp(t, `^dead-letters +jobs \| 2 +\{"attempts":10,.*"dead_at":"2025-03-01T13:00:00Z"\} \{"job":2\}$`, lines[15])
+
+	recs := jsonLines(t, cliOK(t, "dump", "--json", dir))
+	require.Len(t, recs, 15)
+	require.Equal(t, map[string]any{
+		"family": "versions", "collection": "users", "id": "alice", "version": 3.0,
+		"value": map[string]any{"name": "Alice", "email": "alice@example.com", "age": 31.0},
+	}, recs[2])
+	require.Equal(t, map[string]any{"family": "queue-state", "queue": "jobs", "head": 3.0, "tail": 5.0}, recs[8])
+}
+
+func TestDumpFilters(t *testing.T) {
+	dir := sample(t)
+	count := func(args ...string) int {
+		return len(jsonLines(t, cliOK(t, append([]string{"dump", "--json", dir}, args...)...)))
+	}
+	require.Equal(t, 5, count("--family", "versions"))
+	require.Equal(t, 5, count("--family", "1"))
+	require.Equal(t, 5, count("--family", "0x04"))
+	require.Equal(t, 4, count("--family", "versions", "--prefix", "us"))
+	require.Equal(t, 0, count("--family", "versions", "--prefix", "usersx"))
+	require.Equal(t, 4, count("--prefix", "jobs"), "two items, the state and a dead letter")
+	require.Equal(t, 3, count("-n", "3"))
+	require.Equal(t, 2, count("--prefix", "jobs", "-n", "2"))
+
+	rec := jsonLines(t, cliOK(t, "dump", "--json", "--hex", dir, "--family", "meta"))[0]
+	require.Equal(t, "00666f726d61740001", rec["key_hex"])
+	require.Equal(t, "31", rec["value_hex"])
+	out := cliOK(t, "dump", "--hex", dir, "--family", "meta")
+	require.Regexp(t, `meta +0x00666f726d61740001 +0x31\n`, out)
+}
+
+// Keys tipkv did not write and values that are not msgpack are shown in
+// hex, never a crash.
+func TestDumpForeignData(t *testing.T) {
+	dir := writeStore(t, func(db *tipkv.DB) {
+		set(t, db,
+			[]byte{0x09, 'x'}, []byte{0xde, 0xad},
+			[]byte{0x01, 'c', 0x00}, []byte("v"), // a segment without terminator
+			vkey("c", "d", 1), []byte("not msgpack"),
+			vkey("c", "\xff", 1), mp(t, []byte{1, 2, 3}),
+		)
+	})
+	out := cliOK(t, "dump", dir)
+	require.Contains(t, out, "0x0978")
+	require.Contains(t, out, "0xdead")
+	require.Regexp(t, `versions +0x016300 +0x76\n`, out)
+	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(not msgpack\)\n`, out)
+	require.Regexp(t, `versions +c \| "\\xff" \| 1 +"AQID"\n`, out)
+
+	recs := jsonLines(t, cliOK(t, "dump", "--json", dir))
+	require.Len(t, recs, 5)
+	byHex := map[string]map[string]any{}
+	for _, r := range recs {
+		if h, ok := r["key_hex"].(string); ok {
+			byHex[h] = r
+		}
+	}
+	require.Equal(t, "0x09", byHex["0978"]["family"])
+	require.Equal(t, "unknown family 0x09", byHex["0978"]["key_error"])
+	require.Equal(t, "dead", byHex["0978"]["value_hex"])
+	require.Contains(t, byHex["016300"]["key_error"], "bad collection segment")
+	var notMsgpack, binary map[string]any
+	for _, r := range recs {
+		if r["id"] == "d" {
+			notMsgpack = r
+		} else if id, ok := r["id"].(map[string]any); ok && id["hex"] == "ff" {
+			binary = r
+		}
+	}
+	require.Equal(t, "6e6f74206d73677061636b", notMsgpack["value_hex"])
+	require.Contains(t, notMsgpack["value_error"], "left after the msgpack value")
+	require.Equal(t, "AQID", binary["value"], "bin is base64")
+}
+
+func TestHistory(t *testing.T) {
+	dir := sample(t)
+	out := cliOK(t, "history", dir, "users", "alice")
+	require.Equal(t, `VERSION  VALUE
+3        {"name":"Alice","email":"alice@example.com","age":31}
+2        {"name":"Alice","email":"alice@example.com","age":30}
+1        {"name":"Alice","email":"alice@old.example","age":30}
+`, out)
+	out = cliOK(t, "history", dir, "users", "alice", "-n", "1")
+	require.Equal(t, 2, strings.Count(out, "\n"))
+
+	m := jsonOf(t, cliOK(t, "history", "--json", dir, "users", "alice", "--as-of", "2", "-n", "1"))
+	require.Equal(t, map[string]any{
+		"collection": "users", "id": "alice", "latest": 3.0,
+		"versions": []any{map[string]any{"version": 2.0, "value": map[string]any{"name": "Alice", "email": "alice@example.com", "age": 30.0}}},
+	}, m)
+	m = jsonOf(t, cliOK(t, "history", "--json", dir, "users", "alice", "--as-of", "99"))
+	require.Len(t, m["versions"], 3, "as of a future version: everything")
+
+	out, errOut, code := cli(t, "history", dir, "users", "carol")
+	require.Equal(t, exitFail, code)
+	require.Empty(t, out)
+	require.Contains(t, errOut, `collection "users" has no document "carol"`)
+	_, _, code = cli(t, "history", dir, "user", "alice")
+	require.Equal(t, exitFail, code, "a collection name is not a prefix")
+}
+
+func TestFeed(t *testing.T) {
+	dir := sample(t)
+	out := cliOK(t, "feed", dir, "clicks", "-n", "2")
+	require.Equal(t, `POSITION             TIME                  VALUE
+1740830640000000000  2025-03-01T12:04:00Z  {"page":"/p4"}
+1740830580000000000  2025-03-01T12:03:00Z  {"page":"/p3"}
+`, out)
+
+	events := func(args ...string) []any {
+		m := jsonOf(t, cliOK(t, append([]string{"feed", "--json", dir, "clicks"}, args...)...))
+		require.Equal(t, "clicks", m["stream"])
+		return m["events"].([]any)
+	}
+	require.Len(t, events(), 5)
+	require.Len(t, events("-n", "0"), 5)
+	require.Len(t, events("--since", "2025-03-01T12:03:00Z"), 2, "since is inclusive")
+	require.Len(t, events("--since", strconv.FormatInt(t0.Add(150*time.Second).UnixNano(), 10)), 2)
+	require.Len(t, events("--since", "1h"), 0, "the sample's events are older than an hour")
+	require.Len(t, events("--since", "2025-03-01T11:00:00Z", "-n", "3"), 3)
+	e := events("-n", "1")[0].(map[string]any)
+	require.Equal(t, map[string]any{"position": 1740830640000000000.0, "time": "2025-03-01T12:04:00Z", "value": map[string]any{"page": "/p4"}}, e)
+
+	_, errOut, code := cli(t, "feed", dir, "nope")
+	require.Equal(t, exitFail, code)
+	require.Contains(t, errOut, `stream "nope" has no events`)
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for s, want := range map[string]time.Time{
+		"2025-05-31T23:00:00Z":        now.Add(-time.Hour),
+		"2025-05-31T23:00:00.5+00:00": now.Add(-time.Hour + 500*time.Millisecond),
+		"90m":                         now.Add(-90 * time.Minute),
+		"1748736000000000000":         now,
+	} {
+		got, err := parseSince(s, now)
+		require.NoError(t, err, s)
+		require.Equal(t, want.UnixNano(), got, s)
+	}
+	for _, s := range []string{"", "-1h", "tomorrow", "2025-13-01"} {
+		_, err := parseSince(s, now)
+		require.Error(t, err, s)
+	}
+}
+
+func TestStats(t *testing.T) {
+	dir := sample(t)
+	out := cliOK(t, "stats", dir)
+	require.Regexp(t, `(?m)^keys +15$`, out)
+	require.Regexp(t, `(?m)^versions +5 +112 B +187 B$`, out)
+	require.Regexp(t, `(?m)^users +2 +4$`, out)
+	require.Regexp(t, `(?m)^orders +1 +1$`, out)
+	require.Regexp(t, `(?m)^clicks +5 +2025-03-01T12:00:00Z +2025-03-01T12:04:00Z$`, out)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD +STATE HEAD +STATE TAIL$`, out)
+	require.Regexp(t, `(?m)^jobs +2 +3 +4 +1 +3 +5$`, out)
+	require.Regexp(t, `(?m)^L6 +`, out)
+
+	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
+	require.EqualValues(t, 15, m["keys"])
+	require.EqualValues(t, 0, m["bad_keys"])
+	require.Positive(t, m["disk_usage"])
+	require.Len(t, m["families"], 6)
+	require.Equal(t, []any{
+		map[string]any{"collection": "orders", "documents": 1.0, "versions": 1.0},
+		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},
+	}, m["collections"])
+	require.Equal(t, []any{map[string]any{
+		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 4.0, "dead": 1.0,
+		"state": map[string]any{"head": 3.0, "tail": 5.0},
+	}}, m["queues"])
+	lsm := m["lsm"].(map[string]any)
+	require.Len(t, lsm["levels"], 7)
+}
+
+// Tombstones show in the LSM section once they reach an sstable.
+func TestStatsTombstones(t *testing.T) {
+	dir := writeStore(t, func(db *tipkv.DB) {
+		for v := int64(1); v <= 20; v++ {
+			set(t, db, vkey("c", "d", v), mp(t, v))
+		}
+		s, err := linkStore(db)
+		require.NoError(t, err)
+		b := s.NewBatch()
+		require.NoError(t, b.Delete(vkey("c", "d", 1)))
+		require.NoError(t, b.DeleteRange(vkey("c", "d", 10), vkey("c", "d", 2)))
+		require.NoError(t, b.Apply(false))
+		require.NoError(t, b.Close())
+		require.NoError(t, db.Flush())
+	})
+	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
+	lsm := m["lsm"].(map[string]any)
+	require.EqualValues(t, 1, lsm["point_tombstones"])
+	require.EqualValues(t, 1, lsm["range_tombstones"])
+	require.EqualValues(t, 12, m["keys"], "the format key, versions 2 and 11 to 20")
+	out := cliOK(t, "stats", dir)
+	require.Regexp(t, `(?m)^total +1 +\S+ \S+ +\d+ +1 +1$`, out)
+}

@@ -1,0 +1,324 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"slices"
+
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+)
+
+var statsCommand = &command{
+	name:    "stats",
+	args:    []string{"DIR"},
+	summary: "count families, collections, streams and queues; disk and LSM shape",
+	help: `
+Reads every key once and reports:
+
+  - per family: keys, key bytes and value bytes (and keys of families tipkv
+    does not write, if any);
+  - per collection: documents and versions;
+  - per stream: events, oldest and newest position;
+  - per queue: depth (messages in the queue, leased ones included), head and
+    tail (the oldest and newest message's sequence number), dead letters,
+    and the head and tail its state key records;
+  - the store's size on disk, and the LSM tree from Pebble's metrics: per
+    level its tables, bytes, compaction score, entries and tombstones
+    (counted from sstable properties; memtables are not counted).`,
+	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
+		return func(c *ctx, args []string) int { return stats(c, args[0]) }
+	},
+}
+
+type familyStats struct {
+	id                       byte
+	keys, keyBytes, valBytes uint64
+}
+
+type collectionStats struct {
+	name           []byte
+	docs, versions uint64
+	lastID         []byte
+}
+
+type streamStats struct {
+	name           []byte
+	events         uint64
+	newest, oldest int64
+}
+
+type queueStats struct {
+	name       string
+	depth      uint64
+	head, tail int64 // seqs of the oldest and newest item, when depth > 0
+	dead       uint64
+	state      *queueState
+}
+
+type storeStats struct {
+	keys, badKeys uint64
+	families      []*familyStats
+	collections   []*collectionStats
+	streams       []*streamStats
+	queues        map[string]*queueStats
+}
+
+func (st *storeStats) family(id byte) *familyStats {
+	for _, f := range st.families {
+		if f.id == id {
+			return f
+		}
+	}
+	f := &familyStats{id: id}
+	st.families = append(st.families, f)
+	return f
+}
+
+func (st *storeStats) queue(name []byte) *queueStats {
+	q, ok := st.queues[string(name)]
+	if !ok {
+		q = &queueStats{name: string(name)}
+		st.queues[string(name)] = q
+	}
+	return q
+}
+
+// add counts one key.
+func (st *storeStats) add(k key, v []byte) {
+	st.keys++
+	f := st.family(k.raw0())
+	f.keys++
+	f.keyBytes += uint64(len(k.raw))
+	f.valBytes += uint64(len(v))
+	if !k.complete() {
+		st.badKeys++
+		return
+	}
+	switch k.fam.id {
+	case codec.FamilyVersions:
+		var c *collectionStats
+		if n := len(st.collections); n > 0 && string(st.collections[n-1].name) == string(k.segs[0]) {
+			c = st.collections[n-1]
+		} else {
+			c = &collectionStats{name: k.segs[0]}
+			st.collections = append(st.collections, c)
+		}
+		if c.docs == 0 || string(c.lastID) != string(k.segs[1]) {
+			c.docs++
+			c.lastID = k.segs[1]
+		}
+		c.versions++
+	case codec.FamilyFeed:
+		n := len(st.streams)
+		if n == 0 || string(st.streams[n-1].name) != string(k.segs[0]) {
+			st.streams = append(st.streams, &streamStats{name: k.segs[0], newest: k.num})
+			n++
+		}
+		s := st.streams[n-1]
+		s.events++
+		s.oldest = k.num
+	case codec.FamilyQueueItems:
+		q := st.queue(k.segs[0])
+		if q.depth == 0 {
+			q.head = k.num
+		}
+		q.depth++
+		q.tail = k.num
+	case codec.FamilyDeadLetters:
+		st.queue(k.segs[0]).dead++
+	case codec.FamilyQueueState:
+		if s, err := parseQueueState(v); err == nil {
+			st.queue(k.segs[0]).state = &s
+		}
+	}
+}
+
+func (st *storeStats) sortedQueues() []*queueStats {
+	out := make([]*queueStats, 0, len(st.queues))
+	for _, q := range st.queues {
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b *queueStats) int {
+		switch {
+		case a.name < b.name:
+			return -1
+		case a.name > b.name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// shaper is a store that can describe its LSM tree: the Pebble store.
+type shaper interface {
+	Shape() (pebblestore.Shape, error)
+}
+
+func stats(c *ctx, dir string) int {
+	s, code := c.openStore(dir, false)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+
+	st := &storeStats{queues: map[string]*queueStats{}}
+	for _, f := range families {
+		st.family(byte(f.id))
+	}
+	err := s.scan([]byte{}, keyspaceEnd, func(k, v []byte) error {
+		st.add(decodeKey(k), v)
+		return nil
+	})
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+	slices.SortFunc(st.families, func(a, b *familyStats) int { return int(a.id) - int(b.id) })
+	var shape *pebblestore.Shape
+	if sh, ok := s.kv.(shaper); ok {
+		v, err := sh.Shape()
+		if err != nil {
+			return c.failf(exitFail, "%v", err)
+		}
+		shape = &v
+	}
+	if c.json {
+		err = writeJSON(c.stdout, st.json(dir, s.db.DiskUsage(), shape))
+	} else {
+		err = st.print(c, dir, s.db.DiskUsage(), shape)
+	}
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
+	return exitOK
+}
+
+func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) object {
+	fams := []any{}
+	for _, f := range st.families {
+		fams = append(fams, object{{"family", familyName(f.id)}, {"id", f.id}, {"keys", f.keys}, {"key_bytes", f.keyBytes}, {"value_bytes", f.valBytes}})
+	}
+	colls := []any{}
+	for _, c := range st.collections {
+		colls = append(colls, object{{"collection", segmentJSON(c.name)}, {"documents", c.docs}, {"versions", c.versions}})
+	}
+	streams := []any{}
+	for _, s := range st.streams {
+		streams = append(streams, object{{"stream", segmentJSON(s.name)}, {"events", s.events}, {"oldest", s.oldest}, {"newest", s.newest}})
+	}
+	queues := []any{}
+	for _, q := range st.sortedQueues() {
+		var state any
+		if q.state != nil {
+			state = object{{"head", q.state.head}, {"tail", q.state.tail}}
+		}
+		o := object{{"queue", segmentJSON([]byte(q.name))}, {"depth", q.depth}}
+		if q.depth > 0 {
+			o = append(o, field{"head", q.head}, field{"tail", q.tail})
+		}
+		queues = append(queues, append(o, field{"dead", q.dead}, field{"state", state}))
+	}
+	out := object{
+		{"dir", dir}, {"disk_usage", disk}, {"keys", st.keys}, {"bad_keys", st.badKeys},
+		{"families", fams}, {"collections", colls}, {"streams", streams}, {"queues", queues},
+	}
+	if shape != nil {
+		levels := []any{}
+		var point, rng uint64
+		for _, l := range shape.Levels {
+			point += l.PointTombstones
+			rng += l.RangeTombstones
+			levels = append(levels, object{
+				{"level", l.Level}, {"sublevels", l.Sublevels}, {"tables", l.Tables}, {"bytes", l.Bytes},
+				{"score", l.Score}, {"entries", l.Entries},
+				{"point_tombstones", l.PointTombstones}, {"range_tombstones", l.RangeTombstones},
+			})
+		}
+		out = append(out, field{"lsm", object{
+			{"read_amp", shape.ReadAmp}, {"memtables", shape.MemTables}, {"memtable_bytes", shape.MemTableBytes},
+			{"wal_files", shape.WALFiles}, {"wal_bytes", shape.WALBytes},
+			{"point_tombstones", point}, {"range_tombstones", rng}, {"levels", levels},
+		}})
+	}
+	return out
+}
+
+func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.Shape) error {
+	w := c.stdout
+	t := newTable(w)
+	t.row("store", dir)
+	t.row("disk", size(disk))
+	keys := fmt.Sprint(st.keys)
+	if st.badKeys > 0 {
+		keys += fmt.Sprintf(" (%d not in tipkv's layout: run tipkv check)", st.badKeys)
+	}
+	t.row("keys", keys)
+	if err := t.flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(w)
+	t = newTable(w, "FAMILY", "KEYS", "KEY BYTES", "VALUE BYTES")
+	for _, f := range st.families {
+		t.row(familyName(f.id), f.keys, size(f.keyBytes), size(f.valBytes))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	if len(st.collections) > 0 {
+		fmt.Fprintln(w)
+		t = newTable(w, "COLLECTION", "DOCUMENTS", "VERSIONS")
+		for _, c := range st.collections {
+			t.row(quoteIfNeeded(string(c.name)), c.docs, c.versions)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(st.streams) > 0 {
+		fmt.Fprintln(w)
+		t = newTable(w, "STREAM", "EVENTS", "OLDEST", "NEWEST")
+		for _, s := range st.streams {
+			t.row(quoteIfNeeded(string(s.name)), s.events, positionTime(s.oldest), positionTime(s.newest))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(st.queues) > 0 {
+		fmt.Fprintln(w)
+		t = newTable(w, "QUEUE", "DEPTH", "HEAD", "TAIL", "DEAD", "STATE HEAD", "STATE TAIL")
+		for _, q := range st.sortedQueues() {
+			head, tail, sh, stl := "-", "-", "-", "-"
+			if q.depth > 0 {
+				head, tail = fmt.Sprint(q.head), fmt.Sprint(q.tail)
+			}
+			if q.state != nil {
+				sh, stl = fmt.Sprint(q.state.head), fmt.Sprint(q.state.tail)
+			}
+			t.row(quoteIfNeeded(q.name), q.depth, head, tail, q.dead, sh, stl)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if shape == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\nLSM: read amplification %d, %d memtable(s) of %s, WAL %d file(s) of %s\n",
+		shape.ReadAmp, shape.MemTables, size(shape.MemTableBytes), shape.WALFiles, size(shape.WALBytes))
+	t = newTable(w, "LEVEL", "TABLES", "SIZE", "SCORE", "ENTRIES", "POINT TOMBSTONES", "RANGE TOMBSTONES")
+	var tables, bytes int64
+	var entries, point, rng uint64
+	for _, l := range shape.Levels {
+		t.row(fmt.Sprintf("L%d", l.Level), l.Tables, size(uint64(l.Bytes)), fmt.Sprintf("%.2f", l.Score), l.Entries, l.PointTombstones, l.RangeTombstones)
+		tables += l.Tables
+		bytes += l.Bytes
+		entries += l.Entries
+		point += l.PointTombstones
+		rng += l.RangeTombstones
+	}
+	t.row("total", tables, size(uint64(bytes)), "", entries, point, rng)
+	return t.flush()
+}

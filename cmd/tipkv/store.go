@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// store is an open tipkv store and its raw key-value view.
+type store struct {
+	dir string
+	db  *tipkv.DB
+	kv  storage.Store
+}
+
+// openStore opens the store in dir, read-only unless write is set. On
+// failure it reports why on stderr, in words for people, and returns the
+// exit status.
+func (c *ctx) openStore(dir string, write bool) (*store, int) {
+	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: !write})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "tipkv %s: %s\n", c.cmd.name, openError(dir, err))
+		return nil, exitUsage
+	}
+	kv, err := link.Store(db)
+	if err != nil {
+		_ = db.Close()
+		return nil, c.failf(exitUsage, "%v", err)
+	}
+	return &store{dir: dir, db: db, kv: kv}, exitOK
+}
+
+func (s *store) close() { _ = s.db.Close() }
+
+// openError says why a store did not open, without Pebble's internals when
+// the reason is a common one.
+func openError(dir string, err error) string {
+	switch {
+	case isLocked(err):
+		return fmt.Sprintf("%s: the store is in use by another process (a store is open in one process at a time); stop that process and try again", dir)
+	case errors.Is(err, tipkv.ErrNotFound):
+		return fmt.Sprintf("%s: no tipkv store there (the directory is missing or empty)", dir)
+	}
+	return err.Error()
+}
+
+// isLocked reports whether Open failed because another process (or this
+// one) holds the store's directory lock. tipkv.Open says so in its message;
+// the errno is checked too in case that wording changes.
+func isLocked(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
+		strings.Contains(err.Error(), "in use by another process")
+}
+
+// scan calls fn with every key and value in [lo, hi), in key order. The
+// slices are only valid during the call. fn may stop the scan by returning
+// errStop.
+func (s *store) scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	it, err := s.kv.NewIter(lo, hi)
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			_ = it.Close()
+			return fmt.Errorf("read value of key %x: %w", it.Key(), err)
+		}
+		if err := fn(it.Key(), v); err != nil {
+			_ = it.Close()
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		_ = it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// errStop ends a scan early without an error.
+var errStop = errors.New("stop")
