@@ -37,7 +37,7 @@ func (p *positions) stream(prefix []byte) *stream {
 	defer p.mu.Unlock()
 	s, ok := p.streams[string(prefix)]
 	if !ok {
-		s = &stream{inflight: map[int64]struct{}{}}
+		s = &stream{inflight: map[int64]struct{}{}, ties: map[int64]int64{}}
 		p.streams[string(prefix)] = s
 	}
 	return s
@@ -49,7 +49,15 @@ type stream struct {
 	loaded   bool               // last has been read from the store
 	last     int64              // greatest position handed out, or stored
 	inflight map[int64]struct{} // handed out, not yet applied or aborted
+	// ties maps a time given to AppendAt in the past to where its next tie
+	// may go: every position in [time, ties[time]) was taken when it was
+	// recorded. It spares a run of AppendAt calls with one time from
+	// probing the whole run each time.
+	ties map[int64]int64
 }
+
+// maxTies bounds stream.ties; the map is emptied when it is full.
+const maxTies = 1024
 
 // reserve hands out a unique position: with at == 0, the clock's time
 // bumped past the last position; otherwise at, or the first nanosecond
@@ -70,6 +78,8 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 	p := at
 	if at == 0 {
 		p = max(unixNanos(clock()), st.last+1)
+	} else if h, ok := st.ties[at]; ok {
+		p = max(p, h)
 	}
 	for ; p <= st.last; p++ {
 		if _, busy := st.inflight[p]; busy {
@@ -82,6 +92,12 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 		if err != nil {
 			return 0, err
 		}
+	}
+	if at != 0 && p <= st.last {
+		if len(st.ties) >= maxTies {
+			clear(st.ties)
+		}
+		st.ties[at] = p + 1
 	}
 	st.last = max(st.last, p)
 	st.inflight[p] = struct{}{}
@@ -146,10 +162,14 @@ func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) 
 }
 
 // AppendAt writes event to stream at time t, or if another event holds
-// that nanosecond, at the first free one after it: events appended at the
-// same time keep their order of appending. t must be after the Unix epoch
-// and before the year 2262. AppendAt of a time long past probes the store
-// once per taken nanosecond.
+// that nanosecond, at the first free one after it (and after the events
+// appended at t before): events appended at the same time keep their
+// order of appending. t must be after the Unix epoch and before the year
+// 2262. It returns the position.
+//
+// Finding a free nanosecond in the past costs a store read per taken one,
+// so AppendAt into a dense run of events (thousands of Appends within as
+// many nanoseconds) is slow; a run of AppendAt calls with one time is not.
 func (f *Feed[T]) AppendAt(w tipkv.Writer, stream string, t time.Time, event T) (int64, error) {
 	if !t.After(time.Unix(0, 0)) || t.After(maxTime) {
 		return 0, fmt.Errorf("%w: stream %q: AppendAt time %v is not between the Unix epoch and 2262", tipkv.ErrInvalid, stream, t)
