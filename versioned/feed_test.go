@@ -245,11 +245,11 @@ func TestNewestAndBetween(t *testing.T) {
 	doc, err := docs.Latest("s")
 	require.NoError(t, err)
 	for name, q := range map[string]tipkv.Query{
-		"negative limit":  {Limit: -1},
-		"from after to":   {From: 9, To: 1},
-		"prefix":          {Prefix: "x"},
-		"garbage":         {After: "not a cursor"},
-		"other stream's":  {After: otherCursor},
+		"negative limit":   {Limit: -1},
+		"from after to":    {From: 9, To: 1},
+		"prefix":           {Prefix: "x"},
+		"garbage":          {After: "not a cursor"},
+		"other stream's":   {After: otherCursor},
 		"a History cursor": {After: doc.Cursor()},
 	} {
 		require.ErrorIs(t, readErr(f.Newest("s", q)), tipkv.ErrInvalid, name)
