@@ -1,0 +1,227 @@
+package versioned_test
+
+import (
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/versioned"
+)
+
+type Profile struct {
+	Name  string `msgpack:"name"`
+	Email string `msgpack:"email"`
+}
+
+func openExample() *tipkv.DB {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return db
+}
+
+func ExampleCollection_Put() {
+	db := openExample()
+	defer db.Close()
+	profiles, err := versioned.NewCollection[Profile](db, "profiles", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, email := range []string{"ada@example.com", "ada@math.org", "countess@lovelace.uk"} {
+		v, err := profiles.Put(db, "ada", Profile{Name: "Ada", Email: email})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("wrote version", v)
+	}
+	latest, err := profiles.Latest("ada")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("latest:", latest.Version, latest.Value.Email)
+	// Output:
+	// wrote version 1
+	// wrote version 2
+	// wrote version 3
+	// latest: 3 countess@lovelace.uk
+}
+
+func ExampleCollection_PutIf() {
+	db := openExample()
+	defer db.Close()
+	profiles, _ := versioned.NewCollection[Profile](db, "profiles", nil)
+
+	// Create only if absent, then update only what we read.
+	_, err := profiles.PutIf(db, "ada", Profile{Name: "Ada"}, 0)
+	fmt.Println("create:", err)
+	_, err = profiles.PutIf(db, "ada", Profile{Name: "Ada"}, 0)
+	fmt.Println("create again:", err)
+	d, _ := profiles.Latest("ada")
+	v, err := profiles.PutIf(db, "ada", Profile{Name: "Ada", Email: "ada@math.org"}, d.Version)
+	fmt.Println("update on version", d.Version, "->", v, err)
+	// Output:
+	// create: <nil>
+	// create again: tipkv: conflict: collection "profiles", id "ada": latest version is 1, expected 0
+	// update on version 1 -> 2 <nil>
+}
+
+func ExampleCollection_AsOf() {
+	db := openExample()
+	defer db.Close()
+	prices, _ := versioned.NewCollection[int](db, "prices", nil)
+	for _, p := range []int{100, 120, 90, 95} {
+		_, _ = prices.Put(db, "widget", p)
+	}
+	for _, v := range []int64{1, 3, 10} {
+		d, _ := prices.AsOf("widget", v)
+		fmt.Printf("as of version %d: version %d, price %d\n", v, d.Version, d.Value)
+	}
+	// Output:
+	// as of version 1: version 1, price 100
+	// as of version 3: version 3, price 90
+	// as of version 10: version 4, price 95
+}
+
+func ExampleCollection_History() {
+	db := openExample()
+	defer db.Close()
+	prices, _ := versioned.NewCollection[int](db, "prices", nil)
+	for p := 1; p <= 7; p++ {
+		_, _ = prices.Put(db, "widget", p*10)
+	}
+	// Pages of 3, newest first, each starting after the last one's cursor.
+	q := tipkv.Query{Limit: 3}
+	for page := 1; ; page++ {
+		var last versioned.Doc[int]
+		n := 0
+		for d, err := range prices.History("widget", q) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			fmt.Printf("page %d: version %d price %d\n", page, d.Version, d.Value)
+			last, n = d, n+1
+		}
+		if n < q.Limit {
+			break
+		}
+		q.After = last.Cursor()
+	}
+	// Output:
+	// page 1: version 7 price 70
+	// page 1: version 6 price 60
+	// page 1: version 5 price 50
+	// page 2: version 4 price 40
+	// page 2: version 3 price 30
+	// page 2: version 2 price 20
+	// page 3: version 1 price 10
+}
+
+func ExampleCollection_LatestAll() {
+	db := openExample()
+	defer db.Close()
+	stock, _ := versioned.NewCollection[int](db, "stock", nil)
+	for i, id := range []string{"eu/paris", "eu/rome", "us/austin", "eu/paris"} {
+		_, _ = stock.Put(db, id, i)
+	}
+	for d, err := range stock.LatestAll(tipkv.Query{Prefix: "eu/"}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(d.ID, "version", d.Version, "value", d.Value)
+	}
+	// Output:
+	// eu/paris version 2 value 3
+	// eu/rome version 1 value 1
+}
+
+func ExampleCollection_Prune() {
+	db := openExample()
+	defer db.Close()
+	notes, _ := versioned.NewCollection[string](db, "notes", nil)
+	for i := 1; i <= 10; i++ {
+		_, _ = notes.Put(db, "todo", fmt.Sprint("draft ", i))
+	}
+	n, _ := notes.Prune(db, "todo", 3)
+	fmt.Println("pruned", n)
+	for d := range notes.History("todo", tipkv.Query{}) {
+		fmt.Println(d.Version, d.Value)
+	}
+	// Output:
+	// pruned 7
+	// 10 draft 10
+	// 9 draft 9
+	// 8 draft 8
+}
+
+// A document version and a feed event written atomically: pass the Batch,
+// not the DB, inside Update.
+func ExampleCollection_Put_update() {
+	db := openExample()
+	defer db.Close()
+	orders, _ := versioned.NewCollection[string](db, "orders", nil)
+	audit, _ := versioned.NewFeed[string](db, nil)
+	err := db.Update(func(b *tipkv.Batch) error {
+		v, err := orders.Put(b, "o-1", "paid")
+		if err != nil {
+			return err
+		}
+		_, err = audit.Append(b, "orders", fmt.Sprintf("o-1 is paid (version %d)", v))
+		return err
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for e := range audit.Newest("orders", tipkv.Query{Limit: 1}) {
+		fmt.Println(e.Value)
+	}
+	// Output:
+	// o-1 is paid (version 1)
+}
+
+func ExampleFeed_Append() {
+	db := openExample()
+	defer db.Close()
+	// A clock stuck at one instant, to show how ties are broken.
+	now := time.Date(2025, 1, 1, 9, 0, 0, 0, time.UTC)
+	feed, _ := versioned.NewFeed[string](db, &versioned.FeedOptions[string]{Clock: func() time.Time { return now }})
+	for _, page := range []string{"/", "/pricing", "/signup"} {
+		p, _ := feed.Append(db, "clicks", page)
+		fmt.Println(p-now.UnixNano(), "ns after 9:00", page)
+	}
+	for e := range feed.Newest("clicks", tipkv.Query{Limit: 2}) {
+		fmt.Println(e.Time().UTC().Format(time.RFC3339Nano), e.Value)
+	}
+	// Output:
+	// 0 ns after 9:00 /
+	// 1 ns after 9:00 /pricing
+	// 2 ns after 9:00 /signup
+	// 2025-01-01T09:00:00.000000002Z /signup
+	// 2025-01-01T09:00:00.000000001Z /pricing
+}
+
+func ExampleFeed_Between() {
+	db := openExample()
+	defer db.Close()
+	temps, _ := versioned.NewFeed[float64](db, nil)
+	start := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for h, c := range []float64{14.5, 13.9, 13.2, 15.8, 19.1} {
+		_, _ = temps.AppendAt(db, "paris", start.Add(time.Duration(h)*time.Hour), c)
+	}
+	for e := range temps.Between("paris", start.Add(time.Hour), start.Add(4*time.Hour), tipkv.Query{}) {
+		fmt.Println(e.Time().UTC().Format("15:04"), e.Value)
+	}
+	// Retention: drop the readings taken before 03:00.
+	_ = temps.TrimBefore(db, "paris", start.Add(3*time.Hour))
+	n := 0
+	for range temps.Newest("paris", tipkv.Query{}) {
+		n++
+	}
+	fmt.Println("kept", n)
+	// Output:
+	// 03:00 15.8
+	// 02:00 13.2
+	// 01:00 13.9
+	// kept 2
+}
