@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestQuick runs the whole command at tiny sizes: every system, every
+// measurement, the tables and the charts.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds three stores per section")
+	}
+	cfg := quickConfig()
+	cfg.Cell, cfg.Rounds = time.Millisecond, 1
+	cfg.Out, cfg.Tmp = t.TempDir(), t.TempDir()
+	var out bytes.Buffer
+	if err := run(cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Document versions", "## Queues", "## Event feeds", "| latest, hot |", "| dequeue, 0 consumed at the head |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png"} {
+		fi, err := os.Stat(filepath.Join(cfg.Out, name))
+		if err != nil || fi.Size() == 0 {
+			t.Errorf("chart %s: %v", name, err)
+		}
+	}
+}
+
+// The benchmarks below run one read of the versions section per system
+// over a small data set, for profiling:
+//
+//	go test -run - -bench 'Versions/op=missing' -cpuprofile cpu.out
+var (
+	benchOnce   sync.Once
+	benchStores map[string]versionStore
+	benchData   *versionData
+	benchErr    error
+)
+
+func benchVersionStores(b *testing.B) (map[string]versionStore, *versionData) {
+	benchOnce.Do(func() {
+		cfg := quickConfig()
+		cfg.Docs, cfg.HotDocs = 50_000, 5_000
+		dir, err := os.MkdirTemp("", "tipkv-bench-test-")
+		if err != nil {
+			benchErr = err
+			return
+		}
+		benchData = newVersionData(cfg)
+		benchStores = map[string]versionStore{}
+		for name, open := range map[string]func(string) (versionStore, error){
+			sysTipkv:  func(d string) (versionStore, error) { return openTipkvVersions(d, cfg) },
+			sysBadger: func(d string) (versionStore, error) { return openBadgerVersions(d, cfg) },
+			sysPebble: func(d string) (versionStore, error) { return openPebbleVersions(d, cfg) },
+		} {
+			s, err := open(filepath.Join(dir, slug(name)))
+			if err == nil {
+				_, err = benchData.load(cfg, s)
+			}
+			if err == nil {
+				err = s.settle()
+			}
+			if err != nil {
+				benchErr = fmt.Errorf("%s: %w", name, err)
+				return
+			}
+			benchStores[name] = s
+		}
+	})
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchStores, benchData
+}
+
+func BenchmarkVersions(b *testing.B) {
+	stores, data := benchVersionStores(b)
+	ops := map[string]func(s versionStore, i int) error{
+		"latest": func(s versionStore, i int) error {
+			_, err := s.latest(data.docs[data.hotDocs[i%seqLen]])
+			return err
+		},
+		"asof": func(s versionStore, i int) error {
+			_, err := s.asOf(data.docs[data.hotDocs[i%seqLen]], data.asOf[i%seqLen])
+			return err
+		},
+		"newest10": func(s versionStore, i int) error {
+			_, _, err := s.newest(data.docs[data.hotDocs[i%seqLen]], 10)
+			return err
+		},
+		"newest100": func(s versionStore, i int) error {
+			_, _, err := s.newest(data.longs[data.hotLongs[i%seqLen]], 100)
+			return err
+		},
+		"missing": func(s versionStore, i int) error {
+			_, err := s.latest(data.docs[data.hotDocs[i%seqLen]] + "~")
+			if err == errMissing {
+				return nil
+			}
+			return fmt.Errorf("missing: %v", err)
+		},
+	}
+	for _, op := range []string{"latest", "asof", "newest10", "newest100", "missing"} {
+		for _, sys := range []string{sysTipkv, sysBadger, sysPebble} {
+			b.Run(fmt.Sprintf("op=%s/system=%s", op, slug(sys)), func(b *testing.B) {
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if err := ops[op](stores[sys], i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,241 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// systemColors keeps one color per system across every chart.
+var systemColors = map[string]color.Color{
+	sysTipkv:  color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, // blue
+	sysBadger: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}, // orange
+	sysPebble: color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+	sysGoque:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
+	sysNaive:  color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+}
+
+func colorOf(system string) color.Color {
+	if c, ok := systemColors[system]; ok {
+		return c
+	}
+	return color.Black
+}
+
+// readCostChart draws a panel per read of t (columns) and working set
+// (rows), each with a bar per system, in µs per read.
+func readCostChart(t *table, title, out, name string) error {
+	var ops, groups []string
+	cells := map[string]row{}
+	for _, r := range t.rows {
+		if r.group == "" {
+			continue
+		}
+		if !slices.Contains(ops, r.op) {
+			ops = append(ops, r.op)
+		}
+		if !slices.Contains(groups, r.group) {
+			groups = append(groups, r.group)
+		}
+		cells[r.group+"/"+r.op] = r
+	}
+	plots := make([][]*plot.Plot, len(groups))
+	for gi, g := range groups {
+		plots[gi] = make([]*plot.Plot, len(ops))
+		for oi, op := range ops {
+			p := plot.New()
+			p.Title.Text = op + ", " + g
+			p.Title.TextStyle.Font.Size = vg.Points(11)
+			if oi == 0 {
+				p.Y.Label.Text = "µs per read"
+			}
+			p.Y.Min = 0
+			r := cells[g+"/"+op]
+			top := 0.0
+			for si, s := range t.systems {
+				us := r.values[s] / 1e3
+				top = max(top, us)
+				bars, err := plotter.NewBarChart(plotter.Values{us}, vg.Points(26))
+				if err != nil {
+					return err
+				}
+				bars.XMin = float64(si)
+				bars.Color = colorOf(s)
+				bars.LineStyle.Width = 0
+				p.Add(bars)
+				lbl, err := plotter.NewLabels(plotter.XYLabels{
+					XYs:    plotter.XYs{{X: float64(si), Y: us}},
+					Labels: []string{short(us)},
+				})
+				if err != nil {
+					return err
+				}
+				for i := range lbl.TextStyle {
+					lbl.TextStyle[i].XAlign = draw.XCenter
+					lbl.TextStyle[i].Font.Size = vg.Points(8)
+				}
+				lbl.Offset.Y = vg.Points(2)
+				p.Add(lbl)
+			}
+			p.Y.Max = top * 1.18
+			p.NominalX(t.systems...)
+			p.X.Tick.Label.Font.Size = vg.Points(8)
+			plots[gi][oi] = p
+		}
+	}
+	w := vg.Length(len(ops)) * 2.7 * vg.Inch
+	h := vg.Length(len(groups))*2.6*vg.Inch + 0.5*vg.Inch
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	heading := dc
+	heading.Min.Y = dc.Max.Y - 0.5*vg.Inch
+	body := dc
+	body.Max.Y = heading.Min.Y
+	headStyle := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(14)), XAlign: draw.XCenter, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
+	heading.FillText(headStyle, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: (heading.Min.Y + heading.Max.Y) / 2},
+		title+": time per read by system, lower is better")
+	tiles := draw.Tiles{Rows: len(groups), Cols: len(ops), PadX: vg.Points(6), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
+	canvases := plot.Align(plots, tiles, body)
+	for i := range plots {
+		for j := range plots[i] {
+			plots[i][j].Draw(canvases[i][j])
+		}
+	}
+	return savePNG(img, filepath.Join(out, name))
+}
+
+func savePNG(img *vgimg.Canvas, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// dequeueChart draws the time of one dequeue against the items consumed
+// at the queue's head, both axes logarithmic.
+func dequeueChart(r *queuesResult, out, name string) error {
+	// A log axis has no 0: the 0 level is drawn a decade below the
+	// smallest other level and labelled 0.
+	zeroAt := 1.0
+	for _, c := range r.consumed {
+		if c > 0 {
+			zeroAt = float64(c) / 10
+			break
+		}
+	}
+	xOf := func(c float64) float64 {
+		if c == 0 {
+			return zeroAt
+		}
+		return c
+	}
+	p := plot.New()
+	p.Title.Text = "Dequeue cost vs items already consumed at the head"
+	p.X.Label.Text = "items consumed before the dequeue (log scale)"
+	p.Y.Label.Text = "µs per dequeue (log scale)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	var xt []plot.Tick
+	for _, c := range r.consumed {
+		xt = append(xt, plot.Tick{Value: xOf(float64(c)), Label: thousands(c)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(xt)
+	p.Y.Tick.Marker = logTicks{}
+	for _, s := range r.systems {
+		var xys plotter.XYs
+		for _, pt := range r.dequeue[s] {
+			xys = append(xys, plotter.XY{X: xOf(pt.x), Y: pt.y / 1e3})
+		}
+		if err := addLine(p, s, xys); err != nil {
+			return err
+		}
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(out, name))
+}
+
+// churnChart draws each system's disk use over the churn cycles.
+func churnChart(r *queuesResult, out, name string) error {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Disk use over %s enqueue/dequeue cycles", thousands(r.cycles))
+	p.X.Label.Text = "cycles (thousands)"
+	p.Y.Label.Text = "MiB on disk"
+	p.Y.Min = 0
+	for _, s := range r.systems {
+		var xys plotter.XYs
+		for _, pt := range r.churn[s] {
+			xys = append(xys, plotter.XY{X: pt.x / 1e3, Y: pt.y / (1 << 20)})
+		}
+		if err := addLine(p, s, xys); err != nil {
+			return err
+		}
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(out, name))
+}
+
+func addLine(p *plot.Plot, system string, xys plotter.XYs) error {
+	l, pts, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return err
+	}
+	l.Color, pts.Color = colorOf(system), colorOf(system)
+	l.Width = vg.Points(2)
+	if system == sysNaive || system == sysPebble {
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	}
+	pts.Shape = draw.CircleGlyph{}
+	p.Add(l, pts)
+	p.Legend.Add(system, l, pts)
+	return nil
+}
+
+// logTicks marks each power of ten, labelled plainly (1, 10, 100, 1k).
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		v := math.Pow(10, e)
+		ts = append(ts, plot.Tick{Value: v, Label: short(v)})
+		for m := 2.0; m < 10; m++ {
+			ts = append(ts, plot.Tick{Value: m * v})
+		}
+	}
+	return ts
+}
+
+// short prints a number compactly: 0.85, 3.20, 41.0, 1.2k, 1M.
+func short(v float64) string {
+	switch {
+	case v >= 1e6:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e6), ".0") + "M"
+	case v >= 1e3:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e3), ".0") + "k"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.2g", v)
+	}
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/beeker1121/goque"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// goqueQueue is goque's FIFO queue on LevelDB, with goque's own LevelDB
+// options (it takes none).
+type goqueQueue struct{ q *goque.Queue }
+
+func openGoque(dir string) (*goqueQueue, error) {
+	q, err := goque.OpenQueue(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &goqueQueue{q: q}, nil
+}
+
+func (g *goqueQueue) enqueue(items [][]byte) error {
+	for _, it := range items {
+		if _, err := g.q.Enqueue(it); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *goqueQueue) dequeue() ([]byte, error) {
+	it, err := g.q.Dequeue()
+	if errors.Is(err, goque.ErrEmpty) {
+		return nil, errEmpty
+	}
+	if err != nil {
+		return nil, err
+	}
+	return it.Value, nil
+}
+
+func (g *goqueQueue) consume(n int) error {
+	for range n {
+		if _, err := g.dequeue(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *goqueQueue) close() error { return g.q.Close() }
+
+// naiveQueue is the queue a Pebble user writes first: items at
+// "q" | bigendian(seq), a dequeue seeks to <queue, 0> for the oldest item
+// and point-deletes it. With trackHead it seeks from the head it remembers
+// instead (used where only the disk use matters).
+type naiveQueue struct {
+	db        *pebble.DB
+	tail      uint64 // next sequence number
+	head      uint64 // oldest sequence number not yet deleted
+	trackHead bool
+	lo, hi    []byte
+	key       []byte
+}
+
+func openNaiveQueue(dir string, cfg config, trackHead bool) (*naiveQueue, error) {
+	db, err := openPebble(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &naiveQueue{db: db, trackHead: trackHead, hi: []byte{'q' + 1}}, nil
+}
+
+func queueKey(dst []byte, seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(append(dst, 'q'), seq)
+}
+
+func (n *naiveQueue) enqueue(items [][]byte) error {
+	b := n.db.NewBatch()
+	defer b.Close()
+	for _, it := range items {
+		n.key = queueKey(n.key[:0], n.tail)
+		n.tail++
+		if err := b.Set(n.key, it, nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(pebble.NoSync)
+}
+
+func (n *naiveQueue) dequeue() ([]byte, error) {
+	from := uint64(0)
+	if n.trackHead {
+		from = n.head
+	}
+	n.lo = queueKey(n.lo[:0], from)
+	it, err := n.db.NewIter(&pebble.IterOptions{LowerBound: n.lo, UpperBound: n.hi})
+	if err != nil {
+		return nil, err
+	}
+	if !it.SeekGE(n.lo) {
+		err := errOr(it.Error(), errEmpty)
+		_ = it.Close()
+		return nil, err
+	}
+	n.key = append(n.key[:0], it.Key()...)
+	v := append([]byte(nil), it.Value()...)
+	if err := it.Close(); err != nil {
+		return nil, err
+	}
+	n.head = binary.BigEndian.Uint64(n.key[1:]) + 1
+	return v, n.db.Delete(n.key, pebble.NoSync)
+}
+
+// consume point-deletes the n oldest items, 1,000 to a batch: the
+// tombstones n dequeues would leave, without their seeks.
+func (n *naiveQueue) consume(count int) error {
+	for count > 0 {
+		b := n.db.NewBatch()
+		k := min(count, 1000)
+		for range k {
+			n.key = queueKey(n.key[:0], n.head)
+			n.head++
+			if err := b.Delete(n.key, nil); err != nil {
+				b.Close()
+				return err
+			}
+		}
+		count -= k
+		if err := b.Commit(pebble.NoSync); err != nil {
+			b.Close()
+			return err
+		}
+		b.Close()
+	}
+	return nil
+}
+
+func (n *naiveQueue) close() error { return n.db.Close() }
