@@ -96,7 +96,7 @@ func (b *badgerVersions) newest(id string, n int) (int, int64, error) {
 	b.key = badgerKey(b.key[:0], "v/", id)
 	opts := badger.DefaultIteratorOptions
 	opts.AllVersions = true
-	opts.PrefetchSize = n
+	opts.PrefetchValues = false // values are inline (under ValueThreshold): no value log reads to overlap
 	it := txn.NewKeyIterator(b.key, opts)
 	defer it.Close()
 	count, oldest := 0, int64(0)

@@ -63,7 +63,7 @@ func (b *badgerFeed) scan(stream string, from, end int64, n int) (int, int64, er
 	opts := badger.DefaultIteratorOptions
 	opts.Reverse = true
 	opts.Prefix = b.prefix
-	opts.PrefetchSize = min(n, 100)
+	opts.PrefetchValues = false // values are inline (under ValueThreshold): no value log reads to overlap
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	b.key = feedKey(b.key[:0], stream, end-1)

@@ -78,7 +78,7 @@ func runFeeds(cfg config, parent string) (*feedsResult, error) {
 		stores = append(stores, opened{sys.name, s})
 		progress("feeds: loading %s", sys.name)
 		gen := newValueGen(cfg.Seed+5, cfg.ValueSize)
-		t0 := time.Now()
+		c0 := clock()
 		var evs []event
 		for _, st := range streams {
 			vals := gen.next(cfg.Events)
@@ -95,7 +95,7 @@ func runFeeds(cfg config, parent string) (*feedsResult, error) {
 		if err := s.append(evs); err != nil {
 			return nil, fmt.Errorf("%s: %w", sys.name, err)
 		}
-		loadNs[sys.name] = elapsed(t0, cfg.Streams*cfg.Events)
+		loadNs[sys.name] = elapsed(c0, cfg.Streams*cfg.Events)
 		if err := s.settle(); err != nil {
 			return nil, fmt.Errorf("%s: settle: %w", sys.name, err)
 		}

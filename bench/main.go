@@ -18,6 +18,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -106,9 +107,11 @@ func main() {
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
 	cell := flag.Duration("cell", 0, "time per system per round of each read row (default 200ms; quick 10ms)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds per read row (default 5; quick 2)")
+	wall := flag.Bool("wall", false, "measure wall time instead of the process's CPU time")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
 	flag.Parse()
 
+	cpuClock = !*wall
 	cfg := fullConfig()
 	if *quick {
 		cfg = quickConfig()
@@ -162,8 +165,12 @@ func run(cfg config, w io.Writer) error {
 	}
 
 	fmt.Fprintf(w, "# tipkv peer comparison\n\n")
-	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s/%s, data under %s. Ratio = peer time / tipkv time: above 1 means tipkv is ahead.\n\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, os.TempDir())
+	measured := "process CPU time (user + system, all goroutines)"
+	if !cpuClock {
+		measured = "wall time"
+	}
+	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s/%s, data on disk under %s, times are %s. Ratio = peer time / tipkv time: above 1 means tipkv is ahead.\n\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, filepath.Dir(dir), measured)
 	if want("versions") {
 		res, err := runVersions(cfg, dir)
 		if err != nil {

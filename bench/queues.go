@@ -127,16 +127,16 @@ func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error)
 	total = (total + cfg.EnqueueBatch - 1) / cfg.EnqueueBatch * cfg.EnqueueBatch
 	gen := newValueGen(cfg.Seed+7, cfg.ValueSize)
 	progress("queues: %s: enqueueing %d items", s.name, total)
-	var busy time.Duration
+	var busy int64
 	for n := 0; n < total; n += cfg.EnqueueBatch {
 		items := gen.next(cfg.EnqueueBatch)
-		t0 := time.Now()
+		c0 := clock()
 		if err := q.enqueue(items); err != nil {
 			return 0, nil, err
 		}
-		busy += time.Since(t0)
+		busy += clock() - c0
 	}
-	enqNs := float64(busy.Nanoseconds()) / float64(total)
+	enqNs := float64(busy) / float64(total)
 
 	var points []point
 	consumed := 0
@@ -147,7 +147,7 @@ func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error)
 			}
 			consumed = level
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), clock()
 		n := 0
 		for n < cfg.DequeueOps && (n < 3 || time.Since(t0) < cfg.DequeueTime) {
 			if _, err := q.dequeue(); err != nil {
@@ -155,7 +155,7 @@ func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error)
 			}
 			n++
 		}
-		ns := elapsed(t0, n)
+		ns := elapsed(c0, n)
 		progress("queues: %s: dequeue after %d consumed: %.1f µs (%d dequeues)", s.name, level, ns/1e3, n)
 		points = append(points, point{float64(level), ns})
 		consumed += n
@@ -185,28 +185,29 @@ func churnRun(cfg config, s queueSystem, dir string) (float64, []point, error) {
 	}
 	samples := []point{p}
 	progress("queues: %s: %d churn cycles", s.name, cfg.ChurnCycles)
-	var busy time.Duration
+	var busy int64
 	batch := gen.next(cfg.ChurnSample)
+	c0 := clock()
 	for c := 1; c <= cfg.ChurnCycles; c++ {
 		k := (c - 1) % cfg.ChurnSample
-		t0 := time.Now()
 		if err := q.enqueue(batch[k : k+1]); err != nil {
 			return 0, nil, err
 		}
 		if _, err := q.dequeue(); err != nil {
 			return 0, nil, fmt.Errorf("cycle %d: %w", c, err)
 		}
-		busy += time.Since(t0)
 		if c%cfg.ChurnSample == 0 || c == cfg.ChurnCycles {
+			busy += clock() - c0
 			p, err := sample(c)
 			if err != nil {
 				return 0, nil, err
 			}
 			samples = append(samples, p)
 			batch = gen.next(cfg.ChurnSample)
+			c0 = clock()
 		}
 	}
-	ns := float64(busy.Nanoseconds()) / float64(cfg.ChurnCycles)
+	ns := float64(busy) / float64(cfg.ChurnCycles)
 	progress("queues: %s: %.1f µs per cycle, %.1f MiB on disk at the end", s.name, ns/1e3, samples[len(samples)-1].y/(1<<20))
 	return ns, samples, nil
 }

@@ -113,7 +113,7 @@ func uniformSequence(rng *rand.Rand, n int) []int {
 // time per version.
 func (d *versionData) load(cfg config, s versionStore) (float64, error) {
 	gen := newValueGen(cfg.Seed, cfg.ValueSize)
-	t0 := time.Now()
+	c0 := clock()
 	n := 0
 	var recs []record
 	flush := func() error {
@@ -148,7 +148,7 @@ func (d *versionData) load(cfg config, s versionStore) (float64, error) {
 	if err := add(d.longs, cfg.LongVersions); err != nil {
 		return 0, err
 	}
-	return elapsed(t0, n), nil
+	return elapsed(c0, n), nil
 }
 
 func runVersions(cfg config, parent string) (*versionsResult, error) {
