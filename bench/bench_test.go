@@ -24,7 +24,7 @@ func TestQuick(t *testing.T) {
 	if err := run(cfg, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Document versions", "## Queues", "## Event feeds", "| latest, hot |", "| dequeue, 0 consumed at the head |"} {
+	for _, want := range []string{"## Document versions", "## Queues", "## Event feeds", "| latest, hot |", "| dequeue, 0 consumed at the head |", "naive Pebble / tipkv"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -40,18 +40,12 @@ type queueSystem struct {
 	open func(dir string, churn bool) (queueStore, error)
 }
 
-// openTipkvQueue is set by tipkv_queue.go.
-var openTipkvQueue func(dir string, cfg config) (queueStore, error)
-
 func queueSystems(cfg config) []queueSystem {
-	var out []queueSystem
-	if openTipkvQueue != nil {
-		out = append(out, queueSystem{sysTipkv, func(dir string, _ bool) (queueStore, error) { return openTipkvQueue(dir, cfg) }})
+	return []queueSystem{
+		{sysTipkv, func(dir string, _ bool) (queueStore, error) { return openTipkvQueue(dir, cfg) }},
+		{sysGoque, func(dir string, _ bool) (queueStore, error) { return openGoque(dir) }},
+		{sysNaive, func(dir string, churn bool) (queueStore, error) { return openNaiveQueue(dir, cfg, churn) }},
 	}
-	return append(out,
-		queueSystem{sysGoque, func(dir string, _ bool) (queueStore, error) { return openGoque(dir) }},
-		queueSystem{sysNaive, func(dir string, churn bool) (queueStore, error) { return openNaiveQueue(dir, cfg, churn) }},
-	)
 }
 
 func runQueues(cfg config, parent string) (*queuesResult, error) {

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/queue"
+)
+
+// tipkvQueue is a queue.Queue of raw bytes, dequeued with Pop (at most
+// once, as goque's Dequeue).
+type tipkvQueue struct {
+	db *tipkv.DB
+	q  *queue.Queue[[]byte]
+}
+
+func openTipkvQueue(dir string, cfg config) (*tipkvQueue, error) {
+	db, err := tipkv.Open(dir, tipkvOptions(cfg))
+	if err != nil {
+		return nil, err
+	}
+	q, err := queue.Open(db, "q", &queue.Options[[]byte]{Codec: codec.Raw{}, MaxAttempts: -1})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &tipkvQueue{db: db, q: q}, nil
+}
+
+func (t *tipkvQueue) enqueue(items [][]byte) error { return t.q.Enqueue(t.db, items...) }
+
+func (t *tipkvQueue) dequeue() ([]byte, error) {
+	msgs, err := t.q.Pop(1)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, errEmpty
+	}
+	return msgs[0].Value, nil
+}
+
+// consume pops the n oldest items, 1,000 to a Pop.
+func (t *tipkvQueue) consume(n int) error {
+	for n > 0 {
+		msgs, err := t.q.Pop(min(n, 1000))
+		if err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return errEmpty
+		}
+		n -= len(msgs)
+	}
+	return nil
+}
+
+func (t *tipkvQueue) close() error { return t.db.Close() }
