@@ -124,3 +124,32 @@ func BenchmarkVersions(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkQueueCycle is one enqueue and one dequeue with 1,000 items
+// queued, per system, for profiling the churn test.
+func BenchmarkQueueCycle(b *testing.B) {
+	cfg := quickConfig()
+	for _, s := range queueSystems(cfg) {
+		b.Run("system="+slug(s.name), func(b *testing.B) {
+			q, err := s.open(b.TempDir(), true)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.close()
+			gen := newValueGen(1, cfg.ValueSize)
+			if err := q.enqueue(gen.next(1000)); err != nil {
+				b.Fatal(err)
+			}
+			items := gen.next(1024)
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				if err := q.enqueue(items[i%1024 : i%1024+1]); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := q.dequeue(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

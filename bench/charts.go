@@ -156,6 +156,13 @@ func dequeueChart(r *queuesResult, out, name string) error {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(xt)
 	p.Y.Tick.Marker = logTicks{}
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range r.systems {
+		for _, pt := range r.dequeue[s] {
+			lo, hi = min(lo, pt.y/1e3), max(hi, pt.y/1e3)
+		}
+	}
+	p.Y.Min, p.Y.Max = lo/2, hi*8 // room for the legend above the lines
 	for _, s := range r.systems {
 		var xys plotter.XYs
 		for _, pt := range r.dequeue[s] {
@@ -165,9 +172,18 @@ func dequeueChart(r *queuesResult, out, name string) error {
 			return err
 		}
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
+	placeLegend(p)
 	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(out, name))
+}
+
+// placeLegend puts the legend in the top left corner of the data area,
+// below the title, and leaves headroom above the data for it.
+func placeLegend(p *plot.Plot) {
+	p.Title.Padding = vg.Points(10)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(60), -vg.Points(30)
+	p.Legend.Padding = vg.Points(2)
+	p.Add(plotter.NewGrid())
 }
 
 // churnChart draws each system's disk use over the churn cycles.
@@ -186,8 +202,14 @@ func churnChart(r *queuesResult, out, name string) error {
 			return err
 		}
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Add(plotter.NewGrid())
+	top := 0.0
+	for _, s := range r.systems {
+		for _, pt := range r.churn[s] {
+			top = max(top, pt.y/(1<<20))
+		}
+	}
+	p.Y.Max = top * 1.3
+	placeLegend(p)
 	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(out, name))
 }
 
@@ -229,7 +251,7 @@ func short(v float64) string {
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e6), ".0") + "M"
 	case v >= 1e3:
 		return strings.TrimSuffix(fmt.Sprintf("%.1f", v/1e3), ".0") + "k"
-	case v >= 100:
+	case v >= 100 || v == math.Trunc(v):
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.1f", v)

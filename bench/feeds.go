@@ -99,6 +99,7 @@ func runFeeds(cfg config, parent string) (*feedsResult, error) {
 		if err := s.settle(); err != nil {
 			return nil, fmt.Errorf("%s: settle: %w", sys.name, err)
 		}
+		settleDown(cfg.Quiet)
 	}
 
 	last := at(cfg.Events - 1)

@@ -44,6 +44,7 @@ type config struct {
 	CacheSize    int64 // block cache budget of every store
 	MemTableSize int64 // Pebble memtable (tipkv and raw Pebble)
 
+	Quiet  time.Duration // longest wait for background work to finish after a setup step
 	Rounds int           // interleaved rounds per read row
 	Cell   time.Duration // time per system per round per read row
 
@@ -70,8 +71,8 @@ func fullConfig() config {
 		Docs: 1_000_000, Versions: 10, LongDocs: 1_000, LongVersions: 200,
 		HotDocs: 10_000, HotLong: 100, ValueSize: 100,
 		CacheSize: 128 << 20, MemTableSize: 16 << 20,
-		Rounds: 5, Cell: 200 * time.Millisecond,
-		Consumed:      []int{0, 100, 1_000, 10_000, 100_000, 1_000_000},
+		Quiet: 20 * time.Second, Rounds: 10, Cell: 100 * time.Millisecond,
+		Consumed:      []int{0, 1_000, 10_000, 100_000, 1_000_000},
 		TableConsumed: []int{0, 100_000, 1_000_000},
 		DequeueOps:    200, DequeueTime: 2 * time.Second,
 		EnqueueBatch: 100, ChurnCycles: 1_000_000, ChurnLive: 1_000, ChurnSample: 50_000,
@@ -86,8 +87,8 @@ func quickConfig() config {
 		Docs:  2_000, Versions: 10, LongDocs: 20, LongVersions: 200,
 		HotDocs: 200, HotLong: 5, ValueSize: 100,
 		CacheSize: 32 << 20, MemTableSize: 4 << 20,
-		Rounds: 2, Cell: 10 * time.Millisecond,
-		Consumed:      []int{0, 100, 1_000, 5_000},
+		Quiet: time.Second, Rounds: 2, Cell: 10 * time.Millisecond,
+		Consumed:      []int{0, 1_000, 5_000},
 		TableConsumed: []int{0, 1_000, 5_000},
 		DequeueOps:    50, DequeueTime: 200 * time.Millisecond,
 		EnqueueBatch: 100, ChurnCycles: 5_000, ChurnLive: 100, ChurnSample: 500,
@@ -105,8 +106,8 @@ func main() {
 	only := flag.String("only", "", "comma-separated sections to run: versions,queues,feeds (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
-	cell := flag.Duration("cell", 0, "time per system per round of each read row (default 200ms; quick 10ms)")
-	rounds := flag.Int("rounds", 0, "interleaved rounds per read row (default 5; quick 2)")
+	cell := flag.Duration("cell", 0, "time per system per round of each read row (default 100ms; quick 10ms)")
+	rounds := flag.Int("rounds", 0, "interleaved rounds per read row (default 10; quick 2)")
 	wall := flag.Bool("wall", false, "measure wall time instead of the process's CPU time")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
 	flag.Parse()

@@ -131,6 +131,7 @@ func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error)
 		busy += clock() - c0
 	}
 	enqNs := float64(busy) / float64(total)
+	settleDown(cfg.Quiet)
 
 	var points []point
 	consumed := 0
@@ -140,6 +141,7 @@ func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error)
 				return 0, nil, err
 			}
 			consumed = level
+			settleDown(cfg.Quiet)
 		}
 		t0, c0 := time.Now(), clock()
 		n := 0

@@ -194,6 +194,7 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 		if err := s.settle(); err != nil {
 			return nil, fmt.Errorf("%s: settle: %w", o.name, err)
 		}
+		settleDown(cfg.Quiet)
 		size, err := dirSize(dir)
 		if err != nil {
 			return nil, err
