@@ -2,6 +2,7 @@ package versioned
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
@@ -33,6 +34,9 @@ type Collection[T any] struct {
 	name   string
 	prefix []byte // 01 | name
 	codec  codec.Value[T]
+
+	scratch sync.Pool // of *T, to decode point reads into
+	puts    sync.Pool // of *putOp[T]
 }
 
 // NewCollection returns a handle on the collection called name in db. The
@@ -92,47 +96,77 @@ func (c *Collection[T]) PutIf(w tipkv.Writer, id string, doc T, expected int64) 
 	return c.put(w, id, doc, expected)
 }
 
+// putOp is one Put in progress: its encoded key and value, and the write
+// it runs in the Tx. putOps are recycled, with run bound once, so a Put
+// allocates neither a closure nor a buffer.
+type putOp[T any] struct {
+	c        *Collection[T]
+	buf      []byte // prefix | desc(v) | value
+	n        int    // length of the prefix
+	id       string
+	expected int64 // -1: unconditional
+	v        int64 // the version written
+	run      func(*storage.Tx) error
+}
+
 func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (int64, error) {
 	if err := checkID(c.name, id); err != nil {
 		return 0, err
 	}
-	key := c.docPrefix(make([]byte, 0, len(c.prefix)+len(id)+2+codec.NumberSize), id)
-	n := len(key)
-	val, err := c.codec.Append(nil, doc)
-	if err != nil {
+	op, ok := c.puts.Get().(*putOp[T])
+	if !ok {
+		op = &putOp[T]{c: c}
+		op.run = op.write
+	}
+	defer func() {
+		if cap(op.buf) <= 64<<10 {
+			op.id = ""
+			c.puts.Put(op)
+		}
+	}()
+	op.id, op.expected, op.v = id, expected, 0
+	op.buf = c.docPrefix(op.buf[:0], id)
+	op.n = len(op.buf)
+	op.buf = codec.AppendDesc(op.buf, 0) // room for desc(version)
+	var err error
+	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	if err := checkValue(c.where(id), val); err != nil {
+	if err := checkValue(op.buf[op.n+codec.NumberSize:]); err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	if err := link.Write(w, op.run); err != nil {
 		return 0, err
 	}
-	var v int64
-	err = link.Write(w, func(tx *storage.Tx) error {
-		t, err := c.w.lock(c.db, tx)
-		if err != nil {
-			return err
-		}
-		d := t.doc(key[:n])
-		latest, err := t.latest(c.store, d, key[:n])
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.where(id), err)
-		}
-		if expected >= 0 && latest != expected {
-			return fmt.Errorf("%w: %s: latest version is %d, expected %d", tipkv.ErrConflict, c.where(id), latest, expected)
-		}
-		v = latest + 1
-		if err := tx.Batch.Set(codec.AppendDesc(key[:n], v), val); err != nil {
-			return err
-		}
-		d.latest = v
-		if v == 1 {
-			d.oldest, d.oldestKnown = 1, true
-		}
-		return nil
-	})
+	return op.v, nil
+}
+
+func (op *putOp[T]) write(tx *storage.Tx) error {
+	c := op.c
+	t, err := c.w.lock(c.db, tx)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return v, nil
+	prefix := op.buf[:op.n]
+	d := t.doc(prefix)
+	latest, err := t.latest(c.store, d, prefix)
+	if err != nil {
+		return fmt.Errorf("%s: %w", c.where(op.id), err)
+	}
+	if op.expected >= 0 && latest != op.expected {
+		return fmt.Errorf("%w: %s: latest version is %d, expected %d", tipkv.ErrConflict, c.where(op.id), latest, op.expected)
+	}
+	v := latest + 1
+	codec.AppendDesc(prefix, v) // in place, in the room left for it
+	key := op.buf[:op.n+codec.NumberSize]
+	if err := tx.Batch.Set(key, op.buf[len(key):]); err != nil {
+		return err
+	}
+	d.latest, op.v = v, v
+	if v == 1 {
+		d.oldest, d.oldestKnown = 1, true
+	}
+	return nil
 }
 
 // Delete drops every version of the document id with one range delete. A

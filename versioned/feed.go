@@ -127,9 +127,14 @@ func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Eve
 			return
 		}
 		stopped := false
+		scratch := new(T) // see Collection.doc
 		err = scanNewest(f.store, prefix, sp, q.Limit, true, func(p int64, raw []byte) (bool, error) {
-			e := Event[T]{Stream: stream, Position: p}
-			if err := f.codec.Decode(raw, &e.Value); err != nil {
+			var zero T
+			*scratch = zero
+			err := f.codec.Decode(raw, scratch)
+			e := Event[T]{Stream: stream, Position: p, Value: *scratch}
+			*scratch = zero
+			if err != nil {
 				if !errors.Is(err, tipkv.ErrCorrupt) {
 					err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
 				}

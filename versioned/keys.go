@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/tipkv/tipkv"
@@ -39,9 +40,9 @@ func checkID(coll, id string) error {
 	return nil
 }
 
-func checkValue(what string, v []byte) error {
+func checkValue(v []byte) error {
 	if len(v) > MaxValueSize {
-		return fmt.Errorf("%w: %s: encoded value of %d bytes is over the limit of %d", tipkv.ErrInvalid, what, len(v), MaxValueSize)
+		return fmt.Errorf("%w: encoded value of %d bytes is over the limit of %d", tipkv.ErrInvalid, len(v), MaxValueSize)
 	}
 	return nil
 }
@@ -76,8 +77,13 @@ func numberOf(key []byte, prefixLen int) (int64, error) {
 // decodeDocTail decodes the part of a version key after its collection
 // prefix: the id segment and desc(version).
 func decodeDocTail(tail []byte) (id string, v int64, err error) {
-	id, rest, err := codec.DecodeString(tail)
+	rest, err := codec.SkipSegment(tail)
 	if err != nil {
+		return "", 0, err
+	}
+	if seg := tail[:len(tail)-len(rest)-2]; bytes.IndexByte(seg, 0) < 0 {
+		id = string(seg) // no escapes: one allocation, not two
+	} else if id, _, err = codec.DecodeString(tail); err != nil {
 		return "", 0, err
 	}
 	if id == "" {

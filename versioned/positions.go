@@ -185,8 +185,8 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 	if err != nil {
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
-	if err := checkValue(fmt.Sprintf("stream %q", stream), val); err != nil {
-		return 0, err
+	if err := checkValue(val); err != nil {
+		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
 	prefix := namePrefix(codec.FamilyFeed, stream)
 	st := f.pos.stream(prefix)

@@ -36,15 +36,33 @@ func (d Doc[T]) Cursor() tipkv.Cursor {
 	return ""
 }
 
-func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte) (Doc[T], error) {
-	d := Doc[T]{ID: id, Version: v, coll: c.name, kind: kind}
-	if err := c.codec.Decode(raw, &d.Value); err != nil {
+// doc decodes a version. The codec decodes into scratch (its pointer goes
+// through an interface, so whatever it points into is on the heap): a
+// recycled or per-read scratch spares an allocation per Doc.
+func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
+	var zero T
+	*scratch = zero
+	err := c.codec.Decode(raw, scratch)
+	val := *scratch
+	*scratch = zero
+	if err != nil {
 		if !errors.Is(err, tipkv.ErrCorrupt) {
 			err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
 		}
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
-	return d, nil
+	return Doc[T]{ID: id, Version: v, Value: val, coll: c.name, kind: kind}, nil
+}
+
+// docOne is doc with a recycled scratch, for the point reads.
+func (c *Collection[T]) docOne(id string, v int64, raw []byte) (Doc[T], error) {
+	p, ok := c.scratch.Get().(*T)
+	if !ok {
+		p = new(T)
+	}
+	d, err := c.doc(id, v, raw, kindHistory, p)
+	c.scratch.Put(p)
+	return d, err
 }
 
 // Latest returns the latest version of the document id, or ErrNotFound.
@@ -93,10 +111,11 @@ func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
 		if err := it.Error(); err != nil {
 			return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
 		}
+		kind := missingDoc
 		if v > 0 {
-			return Doc[T]{}, fmt.Errorf("%w: %s: no version <= %d", tipkv.ErrNotFound, c.where(id), v)
+			kind = missingAsOf
 		}
-		return Doc[T]{}, fmt.Errorf("%w: %s", tipkv.ErrNotFound, c.where(id))
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: kind}
 	}
 	got, err := numberOf(it.Key(), n)
 	if err != nil {
@@ -106,7 +125,7 @@ func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
 	}
-	return c.doc(id, got, raw, kindHistory)
+	return c.docOne(id, got, raw)
 }
 
 // Get returns version v of the document id, or ErrNotFound.
@@ -119,12 +138,12 @@ func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 	}
 	raw, err := c.store.Get(codec.AppendDesc(c.docPrefix(nil, id), v))
 	if errors.Is(err, storage.ErrNotFound) {
-		return Doc[T]{}, fmt.Errorf("%w: %s, version %d", tipkv.ErrNotFound, c.where(id), v)
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingVersion}
 	}
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
-	return c.doc(id, v, raw, kindHistory)
+	return c.docOne(id, v, raw)
 }
 
 // History yields the versions of the document id newest first: the
@@ -147,8 +166,9 @@ func (c *Collection[T]) History(id string, q tipkv.Query) iter.Seq2[Doc[T], erro
 			return
 		}
 		stopped := false
+		scratch := new(T)
 		err = scanNewest(c.store, prefix, sp, q.Limit, true, func(v int64, raw []byte) (bool, error) {
-			d, err := c.doc(id, v, raw, kindHistory)
+			d, err := c.doc(id, v, raw, kindHistory, scratch)
 			if err != nil {
 				return false, err
 			}
@@ -235,6 +255,7 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 		}
 	}()
 	count := 0
+	scratch := new(T)
 	for ok := it.First(); ok; ok = it.NextPrefix() {
 		k := it.Key()
 		id, v, err := decodeDocTail(k[len(c.prefix):])
@@ -245,7 +266,7 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 		if err != nil {
 			return err
 		}
-		d, err := c.doc(id, v, raw, kindAll)
+		d, err := c.doc(id, v, raw, kindAll, scratch)
 		if err != nil {
 			return err
 		}
@@ -258,3 +279,31 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 	}
 	return it.Error()
 }
+
+// notFoundError is the ErrNotFound of a point read. A miss is a common
+// answer (bloom filters make it cheap), so its message is only formatted
+// when asked for.
+type notFoundError struct {
+	coll, id string
+	v        int64
+	kind     byte
+}
+
+const (
+	missingDoc     byte = iota // Latest: no version at all
+	missingAsOf                // AsOf: no version <= v
+	missingVersion             // Get: no version v
+)
+
+func (e *notFoundError) Error() string {
+	where := fmt.Sprintf("%v: collection %q, id %q", tipkv.ErrNotFound, e.coll, e.id)
+	switch e.kind {
+	case missingAsOf:
+		return fmt.Sprintf("%s: no version <= %d", where, e.v)
+	case missingVersion:
+		return fmt.Sprintf("%s, version %d", where, e.v)
+	}
+	return where
+}
+
+func (e *notFoundError) Unwrap() error { return tipkv.ErrNotFound }

@@ -49,41 +49,67 @@ const cacheEntries = 1 << 16
 // two generations of at most max/2 entries each: when the current one is
 // full it becomes the old one and the old one is dropped, so recently used
 // entries survive and the size stays bounded without per-entry
-// bookkeeping. It is not safe for concurrent use.
+// bookkeeping. Entries are pointers so that updating a cached document
+// allocates nothing. It is not safe for concurrent use.
 type versionCache struct {
-	cur, old map[string]int64
+	cur, old map[string]*cacheEntry
 	half     int
 }
 
+type cacheEntry struct{ v int64 }
+
 func newVersionCache(max int) versionCache {
 	half := max / 2
-	return versionCache{cur: make(map[string]int64, half), old: make(map[string]int64), half: half}
+	return versionCache{cur: make(map[string]*cacheEntry, half), old: make(map[string]*cacheEntry), half: half}
 }
 
 func (c *versionCache) get(k []byte) (int64, bool) {
-	if v, ok := c.cur[string(k)]; ok {
-		return v, true
-	}
-	if v, ok := c.old[string(k)]; ok {
-		c.put(string(k), v)
-		return v, true
+	if e := c.entry(k); e != nil {
+		return e.v, true
 	}
 	return 0, false
 }
 
-func (c *versionCache) put(k string, v int64) {
-	if _, ok := c.cur[k]; !ok && len(c.cur) >= c.half {
+func (c *versionCache) put(k []byte, v int64) {
+	if e := c.entry(k); e != nil {
+		e.v = v
+		return
+	}
+	c.add(string(k), &cacheEntry{v})
+}
+
+// entry finds k's entry, moving it to the current generation.
+func (c *versionCache) entry(k []byte) *cacheEntry {
+	if e, ok := c.cur[string(k)]; ok {
+		return e
+	}
+	if e, ok := c.old[string(k)]; ok {
+		c.add(string(k), e)
+		return e
+	}
+	return nil
+}
+
+func (c *versionCache) add(k string, e *cacheEntry) {
+	if len(c.cur) >= c.half {
 		c.old, c.cur = c.cur, c.old
 		clear(c.cur)
 	}
-	c.cur[k] = v
+	c.cur[k] = e
 }
 
 // txWrites is a Tx's view of the documents and streams it read-modify-writes
-// while it holds the writer lock.
+// while it holds the writer lock. Most Txs touch one document, kept inline;
+// txWrites are recycled, with their hooks bound once, so a Put allocates
+// little.
 type txWrites struct {
-	w    *writer
-	docs map[string]*docState // by key prefix
+	w        *writer
+	locked   bool
+	firstKey []byte // key prefix of the first document; the buffer is reused
+	first    docState
+	more     map[string]*docState // the other documents, by key prefix
+
+	onApplied, onAborted func()
 }
 
 // docState is what a Tx knows of one document (or stream), counting its own
@@ -97,39 +123,72 @@ type docState struct {
 
 type txWritesKey struct{}
 
+var txWritesPool sync.Pool // of *txWrites
+
+func newTxWrites() any {
+	if t, ok := txWritesPool.Get().(*txWrites); ok {
+		return t
+	}
+	t := &txWrites{}
+	t.onApplied, t.onAborted = t.applied, t.aborted
+	return t
+}
+
 // lock returns the Tx's txWrites, taking the writer lock at the Tx's first
 // call. It refuses a Tx of another DB.
 func (w *writer) lock(db *tipkv.DB, tx *storage.Tx) (*txWrites, error) {
 	if tx.Owner != db {
 		return nil, fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 	}
-	t := tx.State(txWritesKey{}, func() any { return &txWrites{w: w} }).(*txWrites)
-	if t.docs == nil {
+	t := tx.State(txWritesKey{}, newTxWrites).(*txWrites)
+	if !t.locked {
 		w.mu.Lock()
-		t.docs = make(map[string]*docState, 1)
-		tx.OnApplied(t.applied)
-		tx.OnAbort(t.aborted)
+		t.w, t.locked = w, true
+		tx.OnApplied(t.onApplied)
+		tx.OnAbort(t.onAborted)
 	}
 	return t, nil
 }
 
+// applied records the Tx's latest versions, now visible, and releases.
 func (t *txWrites) applied() {
-	for k, d := range t.docs {
+	if len(t.firstKey) > 0 && t.first.latestKnown {
+		t.w.cache.put(t.firstKey, t.first.latest)
+	}
+	for k, d := range t.more {
 		if d.latestKnown {
-			t.w.cache.put(k, d.latest)
+			t.w.cache.put([]byte(k), d.latest)
 		}
 	}
-	t.w.mu.Unlock()
+	t.release()
 }
 
-func (t *txWrites) aborted() { t.w.mu.Unlock() }
+func (t *txWrites) aborted() { t.release() }
+
+// release unlocks the writer and recycles t: the Tx is over.
+func (t *txWrites) release() {
+	w := t.w
+	t.w, t.locked, t.firstKey, t.first, t.more = nil, false, t.firstKey[:0], docState{}, nil
+	w.mu.Unlock()
+	txWritesPool.Put(t)
+}
 
 func (t *txWrites) doc(prefix []byte) *docState {
-	if d, ok := t.docs[string(prefix)]; ok {
+	switch {
+	case len(t.firstKey) == 0:
+		t.firstKey = append(t.firstKey, prefix...)
+		return &t.first
+	case string(t.firstKey) == string(prefix):
+		return &t.first
+	}
+	if d, ok := t.more[string(prefix)]; ok {
 		return d
 	}
+	if t.more == nil {
+		t.more = make(map[string]*docState)
+	}
 	d := &docState{}
-	t.docs[string(prefix)] = d
+	t.more[string(prefix)] = d
 	return d
 }
 
