@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+)
+
+func TestCompact(t *testing.T) {
+	dir := writeStore(t, func(db *tipkv.DB) {
+		for v := int64(1); v <= 200; v++ {
+			set(t, db, vkey("c", "d", v), mp(t, strings.Repeat("x", 100)))
+		}
+		require.NoError(t, db.Flush())
+		s, err := linkStore(db)
+		require.NoError(t, err)
+		b := s.NewBatch()
+		require.NoError(t, b.DeleteRange(vkey("c", "d", 190), vkey("c", "d", 0)))
+		require.NoError(t, b.Apply(false))
+		require.NoError(t, b.Close())
+		require.NoError(t, db.Flush())
+	})
+	var out, errOut strings.Builder
+	code := run([]string{"compact", dir}, &out, &errOut)
+	require.Equal(t, exitOK, code, errOut.String())
+	require.Regexp(t, `^compacted .+: [\d.]+ [KM]?i?B -> [\d.]+ [KM]?i?B on disk in \S+\n$`, out.String())
+	progress := errOut.String()
+	for i, name := range []string{"meta", "versions", "queue-items", "queue-state", "feed", "dead-letters", "other"} {
+		require.Regexp(t, `(?m)^  `+string(rune('1'+i))+`/7 `+name+` +done in \S+, [\d.]+ [KM]?i?B on disk$`, progress)
+	}
+
+	m := jsonOf(t, cliOKStderr(t, "compact", "--json", dir))
+	require.Positive(t, m["disk_before"])
+	require.Len(t, m["steps"], 7)
+
+	// The range tombstone and what it covered are gone; the store reads back.
+	st := jsonOf(t, cliOK(t, "stats", "--json", dir))
+	lsm := st["lsm"].(map[string]any)
+	require.EqualValues(t, 0, lsm["range_tombstones"])
+	require.EqualValues(t, 11, st["keys"])
+	cliOK(t, "check", dir)
+}
+
+// cliOKStderr runs a command that reports progress on stderr and returns
+// its stdout.
+func cliOKStderr(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := cli(t, args...)
+	require.Equal(t, exitOK, code, errOut)
+	return out
+}
+
+// The real binary, against a store that this test process holds open: a
+// sentence on stderr, exit status 2, no stack trace.
+func TestBinaryStoreInUse(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "tipkv")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stderr = os.Stderr
+	require.NoError(t, build.Run())
+
+	dir := sample(t)
+	db, err := tipkv.Open(dir, nil)
+	require.NoError(t, err)
+	for _, args := range [][]string{{"stats", dir}, {"compact", dir}, {"queue", dir, "jobs", "--requeue", "all"}} {
+		cmd := exec.Command(bin, args...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err = cmd.Run()
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "%v", args)
+		require.Equal(t, exitUsage, exit.ExitCode())
+		require.Empty(t, out.String())
+		require.Equal(t, "tipkv "+args[0]+": "+dir+": the store is in use by another process (a store is open in one process at a time); stop that process and try again\n", errOut.String())
+	}
+	require.NoError(t, db.Close())
+
+	out, err := exec.Command(bin, "check", dir).Output()
+	require.NoError(t, err, "once the other process lets go, the store opens")
+	require.Contains(t, string(out), "healthy")
+}
