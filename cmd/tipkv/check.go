@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -10,7 +11,12 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
 )
+
+func qItemKey(name string, seq int64) []byte {
+	return codec.AppendAsc(segPrefix(codec.FamilyQueueItems, name), seq)
+}
 
 var checkCommand = &command{
 	name:    "check",
@@ -30,7 +36,8 @@ Reads every key once and verifies that:
     use another codec with --raw), and every queue header and queue state
     parses;
   - no queue message lies below its queue's head (consumed messages are
-    deleted) and sequence numbers are >= 1.
+    deleted), no head is past its tail, sequence numbers are >= 1, and no
+    sequence number is both a message and a dead letter.
 
 Exit status 0 means healthy, 1 means problems were found (they are listed),
 2 means bad usage or the store could not be opened.`,
@@ -73,6 +80,7 @@ type checker struct {
 	prevVersion int64
 	gapShown    bool
 	queueHeads  map[string]int64
+	deadKeys    []key // checked against the items after the scan
 }
 
 func (ck *checker) add(kind string, k key, format string, args ...any) {
@@ -112,14 +120,21 @@ func (ck *checker) visit(k key, v []byte) {
 	case codec.FamilyQueueState:
 		if st, err := parseQueueState(v); err == nil {
 			ck.queueHeads[k.seg(0)] = st.head
+			if st.head > st.tail {
+				ck.add("queue", k, "head %d is past tail %d", st.head, st.tail)
+			}
 		}
 	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
 		ck.messages++
 		if k.num < 1 {
 			ck.add("queue", k, "sequence number %d is below 1", k.num)
 		}
-		// The state key (03) sorts after the items (02) it describes and
-		// before the dead letters (05), so it is checked after the scan.
+		if k.fam.id == codec.FamilyDeadLetters {
+			ck.deadKeys = append(ck.deadKeys, k)
+		}
+		// The state key (03) sorts after the items (02) it describes, so
+		// they are checked against it after the scan, and so are the dead
+		// letters (05) against the items.
 	}
 }
 
@@ -177,6 +192,17 @@ func check(c *ctx, dir string, raw map[string]bool, max int) int {
 			return nil
 		})
 		if err != nil {
+			return c.failf(exitFail, "%v", err)
+		}
+	}
+
+	// A dead letter keeps its sequence number, which is never reused.
+	for _, d := range ck.deadKeys {
+		_, err := s.kv.Get(qItemKey(d.seg(0), d.num))
+		switch {
+		case err == nil:
+			ck.add("queue", d, "sequence number %d is both a message and a dead letter", d.num)
+		case !errors.Is(err, storage.ErrNotFound):
 			return c.failf(exitFail, "%v", err)
 		}
 	}

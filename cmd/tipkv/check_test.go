@@ -43,6 +43,9 @@ func TestCheckProblems(t *testing.T) {
 			qkey(codec.FamilyQueueItems, "q", 4), []byte{0x09, 0x00},
 			segPrefix(codec.FamilyQueueState, "q"), qstate(3, 5),
 			segPrefix(codec.FamilyQueueState, "bad"), []byte{0x01, 0x80},
+			segPrefix(codec.FamilyQueueState, "back"), qstate(7, 6),
+			qkey(codec.FamilyQueueItems, "q", 6), qvalue(t, queueItemTag, 0, enq, 0, "twice"),
+			qkey(codec.FamilyDeadLetters, "q", 6), qvalue(t, queueDeadTag, 3, enq, enq, "twice"),
 			qkey(codec.FamilyDeadLetters, "q", 2), append([]byte{queueDeadRawTag}, 0x09, 0x00),
 		)
 	})
@@ -60,22 +63,24 @@ func TestCheckProblems(t *testing.T) {
 		`value +queue-state +bad +queue state: bad head`,
 		`value +dead-letters +q \| 2 +a corrupt queue message, quarantined`,
 		`queue +queue-items +q \| 1 +message below the queue's head 3`,
+		`queue +queue-state +back +head 7 is past tail 6`,
+		`queue +dead-letters +q \| 6 +sequence number 6 is both a message and a dead letter`,
 	} {
 		require.Regexp(t, "(?m)^"+want, out)
 	}
 	require.NotContains(t, out, "raw | r", "--raw exempts collection raw")
-	require.Contains(t, out, ": 10 problem(s)\n")
+	require.Contains(t, out, ": 12 problem(s)\n")
 
 	short, _, code := cli(t, "check", dir, "--max", "2", "--raw", "raw")
 	require.Equal(t, exitFail, code)
 	require.Equal(t, 5, strings.Count(short, "\n"), "a header, 2 problems, the rest counted, a verdict:\n%s", short)
-	require.Contains(t, short, "... and 8 more (--max)")
+	require.Contains(t, short, "... and 10 more (--max)")
 
 	out, _, code = cli(t, "check", "--json", dir)
 	require.Equal(t, exitFail, code)
 	m := jsonOf(t, out)
 	require.Equal(t, false, m["healthy"])
-	require.EqualValues(t, 11, m["problem_count"], "without --raw, collection raw's text is a problem too")
+	require.EqualValues(t, 13, m["problem_count"], "without --raw, collection raw's text is a problem too")
 	first := m["problems"].([]any)[1].(map[string]any)
 	require.Equal(t, "versions", first["kind"])
 	require.Equal(t, "c", first["collection"])

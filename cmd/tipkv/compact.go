@@ -25,6 +25,33 @@ shortly after the command returns.`,
 	},
 }
 
+// tickEvery is how often a long compaction step says it is still at work.
+var tickEvery = 10 * time.Second
+
+// ticker prints a line on stderr every tickEvery until stop is called, so
+// that a long step shows it is alive.
+func ticker(c *ctx, name string, start time.Time) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(tickEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(c.stderr, "\n      still compacting %s (%s) ", name, time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
 type compactStep struct {
 	name    string
 	lo, hi  []byte
@@ -58,7 +85,10 @@ func compact(c *ctx, dir string) int {
 	for i, st := range steps {
 		fmt.Fprintf(c.stderr, "  %d/%d %-13s ", i+1, len(steps), st.name)
 		t := time.Now()
-		if err := s.kv.Compact(st.lo, st.hi); err != nil {
+		stop := ticker(c, st.name, t)
+		err := s.kv.Compact(st.lo, st.hi)
+		stop()
+		if err != nil {
 			fmt.Fprintln(c.stderr)
 			return c.failf(exitFail, "compact %s: %v", st.name, err)
 		}

@@ -73,6 +73,8 @@ func TestRealPackages(t *testing.T) {
 5        {"name":"Alice","email":"alice@example.com","age":34}
 4        {"name":"Alice","email":"alice@example.com","age":33}
 `, out)
+	m := jsonOf(t, cliOK(t, "history", "--json", dir, "users", "alice", "--as-of", "2"))
+	require.Empty(t, m["versions"], "versions 1 to 3 were pruned: nothing as of 2, and that is no error")
 	out = cliOK(t, "feed", dir, "audit")
 	require.Equal(t, `POSITION             TIME                  VALUE
 1740830402000000000  2025-03-01T12:00:02Z  {"n":"**"}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
@@ -85,4 +86,18 @@ func TestBinaryStoreInUse(t *testing.T) {
 	out, err := exec.Command(bin, "check", dir).Output()
 	require.NoError(t, err, "once the other process lets go, the store opens")
 	require.Contains(t, string(out), "healthy")
+}
+
+// A long compaction step says it is still at work.
+func TestCompactTicker(t *testing.T) {
+	defer func(d time.Duration) { tickEvery = d }(tickEvery)
+	tickEvery = time.Millisecond
+	var errOut strings.Builder
+	stop := ticker(&ctx{cmd: compactCommand, stderr: &errOut}, "versions", time.Now())
+	time.Sleep(20 * time.Millisecond)
+	stop()
+	n := strings.Count(errOut.String(), "still compacting versions")
+	require.Positive(t, n)
+	time.Sleep(5 * time.Millisecond)
+	require.Equal(t, n, strings.Count(errOut.String(), "still compacting versions"), "nothing after stop")
 }
