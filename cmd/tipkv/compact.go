@@ -13,9 +13,16 @@ var compactCommand = &command{
 	help: `
 Flushes the memtable, then compacts the store one key family at a time
 (meta, versions, queue-items, queue-state, feed, dead-letters, then any
-other keys), printing progress on stderr, and reports the size on disk
-before and after. Compaction drops deleted versions, consumed queue
-messages and their tombstones; it can take long on a large store.
+other keys), printing on stderr each step's estimated size on disk and,
+every 10 seconds of a long step, that it is still at work. It reports the
+size on disk and the tombstones in sstables before and after.
+
+Compaction drops pruned versions, consumed queue messages and trimmed
+events, and the tombstones that covered them. Pebble keeps a tombstone
+that reached the bottom level with nothing left under it until its own
+background work drops it. The first step also takes in the newest tables,
+which span every family, so it is often the longest. It can take long on a
+large store.
 
 compact opens the store for writing: stop the process that uses the store
 first. Disk usage falls as Pebble deletes the old files, which may finish
@@ -68,6 +75,30 @@ func compactSteps() []*compactStep {
 	return append(steps, &compactStep{name: "other", lo: []byte{byte(last) + 1}, hi: keyspaceEnd})
 }
 
+// engine is what compact asks of the Pebble store beyond storage.Store.
+type engine interface {
+	shaper
+	EstimateDiskUsage(lo, hi []byte) (uint64, error)
+}
+
+// tombstones counts the tombstones in sstables, or -1 when the store
+// cannot say.
+func tombstones(s *store) int64 {
+	e, ok := s.kv.(engine)
+	if !ok {
+		return -1
+	}
+	sh, err := e.Shape()
+	if err != nil {
+		return -1
+	}
+	var n uint64
+	for _, l := range sh.Levels {
+		n += l.PointTombstones + l.RangeTombstones
+	}
+	return int64(n)
+}
+
 func compact(c *ctx, dir string) int {
 	s, code := c.openStore(dir, true)
 	if s == nil {
@@ -76,14 +107,20 @@ func compact(c *ctx, dir string) int {
 	defer s.close()
 
 	start := time.Now()
-	before := s.db.DiskUsage()
-	fmt.Fprintf(c.stderr, "compacting %s (%s on disk)\n", dir, size(before))
 	if err := s.db.Flush(); err != nil {
 		return c.failf(exitFail, "flush: %v", err)
 	}
+	before, tombsBefore := s.db.DiskUsage(), tombstones(s)
+	fmt.Fprintf(c.stderr, "compacting %s: %s on disk\n", dir, size(before))
 	steps := compactSteps()
 	for i, st := range steps {
-		fmt.Fprintf(c.stderr, "  %d/%d %-13s ", i+1, len(steps), st.name)
+		est := ""
+		if e, ok := s.kv.(engine); ok {
+			if n, err := e.EstimateDiskUsage(st.lo, st.hi); err == nil {
+				est = size(n)
+			}
+		}
+		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.name, est)
 		t := time.Now()
 		stop := ticker(c, st.name, t)
 		err := s.kv.Compact(st.lo, st.hi)
@@ -93,9 +130,9 @@ func compact(c *ctx, dir string) int {
 			return c.failf(exitFail, "compact %s: %v", st.name, err)
 		}
 		st.elapsed = time.Since(t)
-		fmt.Fprintf(c.stderr, "done in %s, %s on disk\n", st.elapsed.Round(time.Millisecond), size(s.db.DiskUsage()))
+		fmt.Fprintf(c.stderr, "done in %s\n", st.elapsed.Round(time.Millisecond))
 	}
-	after := s.db.DiskUsage()
+	after, tombsAfter := s.db.DiskUsage(), tombstones(s)
 	elapsed := time.Since(start)
 
 	var err error
@@ -106,11 +143,12 @@ func compact(c *ctx, dir string) int {
 		}
 		err = writeJSON(c.stdout, object{
 			{"dir", dir}, {"disk_before", before}, {"disk_after", after},
+			{"tombstones_before", tombsBefore}, {"tombstones_after", tombsAfter},
 			{"seconds", elapsed.Seconds()}, {"steps", list},
 		})
 	} else {
-		_, err = fmt.Fprintf(c.stdout, "compacted %s: %s -> %s on disk in %s\n",
-			dir, size(before), size(after), elapsed.Round(time.Millisecond))
+		_, err = fmt.Fprintf(c.stdout, "compacted %s in %s: %s -> %s on disk, %d -> %d tombstones in sstables\n",
+			dir, elapsed.Round(time.Millisecond), size(before), size(after), tombsBefore, tombsAfter)
 	}
 	if err != nil {
 		return c.failf(exitFail, "%v", err)

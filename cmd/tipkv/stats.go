@@ -24,8 +24,9 @@ Reads every key once and reports:
     tail (the oldest and newest message's sequence number), dead letters,
     and the head and tail its state key records;
   - the store's size on disk, and the LSM tree from Pebble's metrics: per
-    level its tables, bytes, compaction score, entries and tombstones
-    (counted from sstable properties; memtables are not counted).`,
+    non-empty level its tables, bytes, compaction score, entries and
+    tombstones (counted from sstable properties; memtables are not
+    counted). --json lists every level.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
 		return func(c *ctx, args []string) int { return stats(c, args[0]) }
 	},
@@ -308,16 +309,24 @@ func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.
 	}
 	fmt.Fprintf(w, "\nLSM: read amplification %d, %d memtable(s) of %s, WAL %d file(s) of %s\n",
 		shape.ReadAmp, shape.MemTables, size(shape.MemTableBytes), shape.WALFiles, size(shape.WALBytes))
-	t = newTable(w, "LEVEL", "TABLES", "SIZE", "SCORE", "ENTRIES", "POINT TOMBSTONES", "RANGE TOMBSTONES")
 	var tables, bytes int64
 	var entries, point, rng uint64
 	for _, l := range shape.Levels {
-		t.row(fmt.Sprintf("L%d", l.Level), l.Tables, size(uint64(l.Bytes)), fmt.Sprintf("%.2f", l.Score), l.Entries, l.PointTombstones, l.RangeTombstones)
 		tables += l.Tables
 		bytes += l.Bytes
 		entries += l.Entries
 		point += l.PointTombstones
 		rng += l.RangeTombstones
+	}
+	if tables == 0 {
+		_, err := fmt.Fprintln(w, "no sstables yet: every key is in the memtable")
+		return err
+	}
+	t = newTable(w, "LEVEL", "TABLES", "SIZE", "SCORE", "ENTRIES", "POINT TOMBSTONES", "RANGE TOMBSTONES")
+	for _, l := range shape.Levels {
+		if l.Tables > 0 {
+			t.row(fmt.Sprintf("L%d", l.Level), l.Tables, size(uint64(l.Bytes)), fmt.Sprintf("%.2f", l.Score), l.Entries, l.PointTombstones, l.RangeTombstones)
+		}
 	}
 	t.row("total", tables, size(uint64(bytes)), "", entries, point, rng)
 	return t.flush()

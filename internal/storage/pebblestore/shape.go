@@ -85,3 +85,14 @@ func (s *Store) Shape() (Shape, error) {
 	}
 	return out, nil
 }
+
+// EstimateDiskUsage returns an estimate of the bytes on disk that hold the
+// keys in [lo, hi]: whole sstables inside the range, and a share of the
+// tables at its edges. Memtables are not counted.
+func (s *Store) EstimateDiskUsage(lo, hi []byte) (uint64, error) {
+	if !s.gate.enter() {
+		return 0, storage.ErrClosed
+	}
+	defer s.gate.exit()
+	return s.db.EstimateDiskUsage(lo, hi)
+}

@@ -49,7 +49,16 @@ func TestShapeCountsTablesAndTombstones(t *testing.T) {
 	require.Positive(t, sh.DiskUsage)
 	require.Positive(t, sh.ReadAmp)
 
+	n, err := s.EstimateDiskUsage(vkey("c", "a", 10), vkey("c", "a", 1))
+	require.NoError(t, err)
+	require.Positive(t, n)
+	n, err = s.EstimateDiskUsage([]byte{0x05}, []byte{0x06})
+	require.NoError(t, err)
+	require.Zero(t, n, "no table holds family 0x05")
+
 	require.NoError(t, s.Close())
 	_, err = s.Shape()
+	require.ErrorIs(t, err, storage.ErrClosed)
+	_, err = s.EstimateDiskUsage([]byte{0}, []byte{1})
 	require.ErrorIs(t, err, storage.ErrClosed)
 }
