@@ -89,6 +89,7 @@ func readCostChart(t *table, title, out, name string) error {
 				p.Add(lbl)
 			}
 			p.Y.Max = top * 1.18
+			p.Y.Tick.Marker = shortTicks{}
 			p.NominalX(t.systems...)
 			p.X.Tick.Label.Font.Size = vg.Points(8)
 			plots[gi][oi] = p
@@ -192,6 +193,7 @@ func churnChart(r *queuesResult, out, name string) error {
 	p.Title.Text = fmt.Sprintf("Disk use over %s enqueue/dequeue cycles", thousands(r.cycles))
 	p.X.Label.Text = "cycles (thousands)"
 	p.Y.Label.Text = "MiB on disk"
+	p.X.Tick.Marker, p.Y.Tick.Marker = shortTicks{}, shortTicks{}
 	p.Y.Min = 0
 	for _, s := range r.systems {
 		var xys plotter.XYs
@@ -227,6 +229,19 @@ func addLine(p *plot.Plot, system string, xys plotter.XYs) error {
 	p.Add(l, pts)
 	p.Legend.Add(system, l, pts)
 	return nil
+}
+
+// shortTicks are gonum's default ticks with compact labels.
+type shortTicks struct{}
+
+func (shortTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = short(ts[i].Value)
+		}
+	}
+	return ts
 }
 
 // logTicks marks each power of ten, labelled plainly (1, 10, 100, 1k).

@@ -71,7 +71,7 @@ func fullConfig() config {
 		Docs: 1_000_000, Versions: 10, LongDocs: 1_000, LongVersions: 200,
 		HotDocs: 10_000, HotLong: 100, ValueSize: 100,
 		CacheSize: 128 << 20, MemTableSize: 16 << 20,
-		Quiet: 20 * time.Second, Rounds: 10, Cell: 100 * time.Millisecond,
+		Quiet: 20 * time.Second, Rounds: 10, Cell: 200 * time.Millisecond,
 		Consumed:      []int{0, 1_000, 10_000, 100_000, 1_000_000},
 		TableConsumed: []int{0, 100_000, 1_000_000},
 		DequeueOps:    200, DequeueTime: 2 * time.Second,
@@ -106,8 +106,9 @@ func main() {
 	only := flag.String("only", "", "comma-separated sections to run: versions,queues,feeds (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
-	cell := flag.Duration("cell", 0, "time per system per round of each read row (default 100ms; quick 10ms)")
+	cell := flag.Duration("cell", 0, "time per system per round of each read row (default 200ms; quick 10ms)")
 	rounds := flag.Int("rounds", 0, "interleaved rounds per read row (default 10; quick 2)")
+	memtable := flag.Int64("memtable", 0, "memtable size in bytes of tipkv and raw Pebble (default 16 MiB; quick 4 MiB)")
 	wall := flag.Bool("wall", false, "measure wall time instead of the process's CPU time")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
 	flag.Parse()
@@ -125,6 +126,9 @@ func main() {
 	if *cycles > 0 {
 		cfg.ChurnCycles = *cycles
 		cfg.ChurnSample = max(*cycles/20, 1)
+	}
+	if *memtable > 0 {
+		cfg.MemTableSize = *memtable
 	}
 	if *cell > 0 {
 		cfg.Cell = *cell

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"log"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -51,6 +52,8 @@ type pebbleVersions struct {
 	key      []byte // scratch key
 	wo       *pebble.WriteOptions
 	readSink []byte
+
+	lastHits, lastMisses int64
 }
 
 func openPebbleVersions(dir string, cfg config) (*pebbleVersions, error) {
@@ -134,6 +137,22 @@ func (p *pebbleVersions) newest(id string, n int) (int, int64, error) {
 }
 
 func (p *pebbleVersions) close() error { return p.db.Close() }
+
+// cacheStats reports the block cache's hits and misses since the last
+// call, and the shape of the LSM tree, for the progress log.
+func (p *pebbleVersions) cacheStats() string {
+	m := p.db.Metrics()
+	hits, misses := m.BlockCache.Hits-p.lastHits, m.BlockCache.Misses-p.lastMisses
+	p.lastHits, p.lastMisses = m.BlockCache.Hits, m.BlockCache.Misses
+	files := ""
+	for l := range m.Levels {
+		if n := m.Levels[l].TablesCount; n > 0 {
+			files += fmt.Sprintf(" L%d:%d", l, n)
+		}
+	}
+	return fmt.Sprintf("block cache hit rate %.1f%% of %d, %d MiB cached; tables%s",
+		100*float64(hits)/float64(max(hits+misses, 1)), hits+misses, m.BlockCache.Size>>20, files)
+}
 
 // errOr returns err if it is not nil, else fallback.
 func errOr(err, fallback error) error {

@@ -262,6 +262,11 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 				return nil, fmt.Errorf("%s, %s: %w", op.op, group, err)
 			}
 			t.add(group, op.op, "ns/op", res)
+			for _, o := range stores {
+				if s, ok := o.store.(interface{ cacheStats() string }); ok {
+					progress("versions: %s: %s", o.name, s.cacheStats())
+				}
+			}
 		}
 	}
 	t.add("", "load (batches of 10,000 versions)", "ns/item", loadNs)
