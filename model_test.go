@@ -1,0 +1,242 @@
+package tipkv_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/queue"
+)
+
+var queueModelSeed = flag.Uint64("model.seed", 0, "replay one TestQueueModel seed")
+
+// qmsg is a message in the queue model.
+type qmsg struct {
+	seq      int64
+	value    int64
+	attempts int
+	leased   bool
+	id       queue.ID // the lease, while leased
+}
+
+// queueModel is what a queue should hold: live messages in sequence order
+// and dead letters.
+type queueModel struct {
+	live        []*qmsg
+	dead        []qmsg
+	maxAttempts int
+}
+
+func (m *queueModel) visible() []*qmsg {
+	var out []*qmsg
+	for _, x := range m.live {
+		if !x.leased {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// deliver is what Receive and Pop do: walk the visible messages oldest
+// first, moving those delivered maxAttempts times to the dead letters,
+// and deliver up to max of the others.
+func (m *queueModel) deliver(max int) []*qmsg {
+	var got []*qmsg
+	for _, x := range m.visible() {
+		if len(got) == max {
+			break
+		}
+		if x.attempts >= m.maxAttempts {
+			m.remove(x.seq)
+			m.dead = append(m.dead, *x)
+			slices.SortFunc(m.dead, func(a, b qmsg) int { return int(a.seq - b.seq) })
+			continue
+		}
+		x.attempts++
+		got = append(got, x)
+	}
+	return got
+}
+
+func (m *queueModel) remove(seq int64) {
+	m.live = slices.DeleteFunc(m.live, func(x *qmsg) bool { return x.seq == seq })
+}
+
+// TestQueueModel runs long random sequences of queue operations (enqueue
+// alone and in Updates that fail, receive, ack, release, pop, requeue of
+// dead letters, restarts) against a queue and an in-memory model, and
+// compares Len, Peek and the dead letters after every step. Replay a
+// failure with -model.seed.
+func TestQueueModel(t *testing.T) {
+	seeds := []uint64{*queueModelSeed}
+	if seeds[0] == 0 {
+		seeds = []uint64{rand.Uint64(), rand.Uint64(), rand.Uint64()}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			t.Logf("replay: go test -run TestQueueModel -model.seed %d", seed)
+			runQueueModel(t, seed, 1500)
+		})
+	}
+}
+
+func runQueueModel(t *testing.T, seed uint64, steps int) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	dir := t.TempDir()
+	opts := &tipkv.Options{NoSync: true}
+	db, err := tipkv.Open(dir, opts)
+	require.NoError(t, err)
+	defer func() { _ = db.Close() }()
+	qopts := &queue.Options[int64]{MaxAttempts: 3}
+	q, err := queue.Open[int64](db, "model", qopts)
+	require.NoError(t, err)
+	m := &queueModel{maxAttempts: 3}
+	nextSeq, nextVal := int64(-1), int64(0) // the first enqueue tells the seq base
+
+	enqueue := func(w tipkv.Writer, n int) error {
+		vals := make([]int64, n)
+		for i := range vals {
+			vals[i] = nextVal
+			nextVal++
+		}
+		return q.Enqueue(w, vals...)
+	}
+	for step := range steps {
+		var op string
+		switch r := rng.IntN(100); {
+		case r < 25:
+			n := 1 + rng.IntN(5)
+			op = fmt.Sprintf("enqueue %d", n)
+			first := nextVal
+			require.NoError(t, enqueue(db, n))
+			for i := range n {
+				if nextSeq < 0 {
+					msgs, err := q.Peek(1 << 20)
+					require.NoError(t, err)
+					nextSeq = msgs[len(msgs)-n].Seq
+				}
+				m.live = append(m.live, &qmsg{seq: nextSeq, value: first + int64(i)})
+				nextSeq++
+			}
+		case r < 30:
+			op = "enqueue in a failing update"
+			boom := errors.New("boom")
+			err := db.Update(func(b *tipkv.Batch) error {
+				if err := enqueue(b, 2); err != nil {
+					return err
+				}
+				return boom
+			})
+			require.ErrorIs(t, err, boom)
+			// The values are skipped; sequence numbers may be too, which the
+			// model cannot know: resynchronise nextSeq at the next enqueue.
+			nextSeq = -1
+		case r < 50:
+			n := 1 + rng.IntN(4)
+			op = fmt.Sprintf("receive %d", n)
+			got, err := q.Receive(n, time.Hour)
+			require.NoError(t, err)
+			want := m.deliver(n)
+			require.Len(t, got, len(want), "step %d: %s", step, op)
+			for i, g := range got {
+				require.Equal(t, want[i].seq, g.Seq, "step %d: %s", step, op)
+				require.Equal(t, want[i].value, g.Value)
+				require.Equal(t, want[i].attempts, g.Attempts)
+				want[i].leased, want[i].id = true, g.ID
+			}
+		case r < 65:
+			op = "ack"
+			var ids []queue.ID
+			for _, x := range m.live {
+				if x.leased && rng.IntN(2) == 0 {
+					ids = append(ids, x.id)
+				}
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			require.NoError(t, q.Ack(db, ids...), "step %d: ack", step)
+			for _, id := range ids {
+				m.remove(id.Seq())
+			}
+		case r < 72:
+			op = "release"
+			for _, x := range m.live {
+				if x.leased {
+					require.NoError(t, q.Release(x.id, 0))
+					x.leased, x.id = false, queue.ID{}
+					break
+				}
+			}
+		case r < 80:
+			n := 1 + rng.IntN(3)
+			op = fmt.Sprintf("pop %d", n)
+			got, err := q.Pop(n)
+			require.NoError(t, err)
+			want := m.deliver(n)
+			require.Len(t, got, len(want), "step %d: %s", step, op)
+			for i, g := range got {
+				require.Equal(t, want[i].seq, g.Seq, "step %d: %s", step, op)
+				require.Equal(t, want[i].value, g.Value)
+				m.remove(want[i].seq)
+			}
+		case r < 85:
+			op = "requeue a dead letter"
+			if len(m.dead) == 0 {
+				continue
+			}
+			d := m.dead[0]
+			require.NoError(t, q.Requeue(db, d.seq))
+			m.dead = m.dead[1:]
+			msgs, err := q.Peek(1 << 20)
+			require.NoError(t, err)
+			newSeq := msgs[len(msgs)-1].Seq // requeued to the tail
+			require.Equal(t, d.value, msgs[len(msgs)-1].Value)
+			m.live = append(m.live, &qmsg{seq: newSeq, value: d.value})
+			nextSeq = newSeq + 1
+		case r < 88:
+			op = "restart"
+			require.NoError(t, db.Close())
+			db, err = tipkv.Open(dir, opts)
+			require.NoError(t, err)
+			q, err = queue.Open[int64](db, "model", qopts)
+			require.NoError(t, err)
+			for _, x := range m.live { // leases live in memory: gone
+				x.leased, x.id = false, queue.ID{}
+			}
+		default:
+			op = "peek"
+		}
+		compareQueue(t, step, op, q, m)
+	}
+}
+
+func compareQueue(t *testing.T, step int, op string, q *queue.Queue[int64], m *queueModel) {
+	t.Helper()
+	require.Equal(t, len(m.live), q.Len(), "step %d after %s: Len", step, op)
+	got, err := q.Peek(1 << 20)
+	require.NoError(t, err)
+	want := m.visible()
+	require.Len(t, got, len(want), "step %d after %s: Peek", step, op)
+	for i, g := range got {
+		require.Equal(t, want[i].seq, g.Seq, "step %d after %s: Peek[%d]", step, op, i)
+		require.Equal(t, want[i].value, g.Value, "step %d after %s: Peek[%d]", step, op, i)
+		require.Equal(t, want[i].attempts, g.Attempts, "step %d after %s: Peek[%d] attempts", step, op, i)
+	}
+	var dead []int64
+	for d, err := range q.DeadLetters() {
+		require.NoError(t, err)
+		dead = append(dead, d.Value)
+	}
+	var wantDead []int64
+	for _, d := range m.dead {
+		wantDead = append(wantDead, d.value)
+	}
+	require.Equal(t, wantDead, dead, "step %d after %s: dead letters", step, op)
+}
