@@ -12,8 +12,8 @@ import (
 // Ack removes the messages that ids name, through w: a *tipkv.DB commits
 // at once, a *tipkv.Batch commits with the rest of its Update (so that
 // handling a message and acknowledging it are one atomic write). Runs of
-// consecutive messages go in one DeleteRange each, and the queue-state key
-// moves the head in the same batch.
+// consecutive messages go in one DeleteRange each (runs under 128 in point
+// Deletes), and the queue-state key moves the head in the same batch.
 //
 // An ID acknowledges its message while the lease holds, and also after it
 // ended as long as nobody has received the message since. Otherwise Ack

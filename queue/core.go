@@ -1,10 +1,10 @@
 package queue
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,8 +54,8 @@ type core struct {
 	order    []*entry // pending entries by seq; removed ones are dropped lazily
 	nremoved int      // removed entries still in order
 
-	ready    readyHeap
-	timers   timerHeap
+	ready    itemHeap // visible-again entries, by seq
+	timers   itemHeap // leased and waiting entries, by deadline
 	nready   int
 	nleased  int
 	nwaiting int
@@ -128,6 +128,8 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 			closedCh: make(chan struct{}),
 			changed:  make(chan struct{}),
 			pending:  make(map[int64]*entry),
+			ready:    itemHeap{less: bySeq},
+			timers:   itemHeap{less: byDeadline},
 			deadBusy: make(map[int64]bool),
 		}
 	}).(*core)
@@ -353,15 +355,15 @@ func (c *core) setState(e *entry, s entryState, deadline time.Time) {
 	switch s {
 	case stReady:
 		c.nready++
-		heap.Push(&c.ready, heapItem{e: e, gen: e.gen})
+		c.ready.push(heapItem{e: e, gen: e.gen})
 	case stLeased, stWaiting:
 		if s == stLeased {
 			c.nleased++
 		} else {
 			c.nwaiting++
 		}
-		heap.Push(&c.timers, heapItem{e: e, gen: e.gen, at: deadline})
-		if c.timers[0].e == e {
+		c.timers.push(heapItem{e: e, gen: e.gen, at: deadline})
+		if c.timers.items[0].e == e {
 			c.notify() // Waits sleeping until a later deadline recompute it
 		}
 	}
@@ -370,26 +372,14 @@ func (c *core) setState(e *entry, s entryState, deadline time.Time) {
 
 // trimHeaps drops stale heap items when they outnumber the live ones.
 func (c *core) trimHeaps() {
-	if c.nready == 0 {
-		clear(c.ready)
-		c.ready = c.ready[:0]
-	} else if len(c.ready) > 2*c.nready+64 {
-		c.ready = liveItems(c.ready)
-		heap.Init(&c.ready)
-	}
-	if n := c.nleased + c.nwaiting; n == 0 {
-		clear(c.timers)
-		c.timers = c.timers[:0]
-	} else if len(c.timers) > 2*n+64 {
-		c.timers = liveItems(c.timers)
-		heap.Init(&c.timers)
-	}
+	c.ready.trim(c.nready)
+	c.timers.trim(c.nleased + c.nwaiting)
 }
 
 // expire makes every message whose lease or delay ended by now visible.
 func (c *core) expire(now time.Time) {
-	for len(c.timers) > 0 && !c.timers[0].at.After(now) {
-		it := heap.Pop(&c.timers).(heapItem)
+	for c.timers.len() > 0 && !c.timers.items[0].at.After(now) {
+		it := c.timers.pop()
 		if it.live() && (it.e.state == stLeased || it.e.state == stWaiting) {
 			c.setState(it.e, stReady, time.Time{})
 		}
@@ -399,19 +389,19 @@ func (c *core) expire(now time.Time) {
 // nextDeadline is the earliest time a leased or waiting message becomes
 // visible again.
 func (c *core) nextDeadline() (time.Time, bool) {
-	for len(c.timers) > 0 && !c.timers[0].live() {
-		heap.Pop(&c.timers)
+	for c.timers.len() > 0 && !c.timers.items[0].live() {
+		c.timers.pop()
 	}
-	if len(c.timers) == 0 {
+	if c.timers.len() == 0 {
 		return time.Time{}, false
 	}
-	return c.timers[0].at, true
+	return c.timers.items[0].at, true
 }
 
 // popReady returns the oldest visible-again entry, or nil.
 func (c *core) popReady() *entry {
-	for len(c.ready) > 0 {
-		it := heap.Pop(&c.ready).(heapItem)
+	for c.ready.len() > 0 {
+		it := c.ready.pop()
 		if it.live() && it.e.state == stReady {
 			return it.e
 		}
@@ -422,11 +412,10 @@ func (c *core) popReady() *entry {
 // readyEntries returns the visible-again entries, oldest first, without
 // changing them.
 func (c *core) readyEntries(limit int) []*entry {
-	items := append(readyHeap(nil), c.ready...)
-	heap.Init(&items)
+	h := itemHeap{items: slices.Clone(c.ready.items), less: bySeq}
 	var out []*entry
-	for len(items) > 0 && len(out) < limit {
-		it := heap.Pop(&items).(heapItem)
+	for h.len() > 0 && len(out) < limit {
+		it := h.pop()
 		if it.live() && it.e.state == stReady {
 			out = append(out, it.e)
 		}
@@ -465,55 +454,4 @@ func (c *core) restore(ss []saved) {
 		}
 	}
 	c.notify()
-}
-
-type heapItem struct {
-	e   *entry
-	gen uint32
-	at  time.Time
-}
-
-func (it heapItem) live() bool { return !it.e.removed && it.gen == it.e.gen }
-
-// readyHeap orders by sequence number.
-type readyHeap []heapItem
-
-func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return h[i].e.seq < h[j].e.seq }
-func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)        { *h = append(*h, x.(heapItem)) }
-func (h *readyHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = heapItem{}
-	*h = old[:len(old)-1]
-	return it
-}
-
-// liveItems drops the stale items of a heap, in place; the caller
-// re-establishes the heap order.
-func liveItems[H ~[]heapItem](h H) H {
-	out := h[:0]
-	for _, it := range h {
-		if it.live() {
-			out = append(out, it)
-		}
-	}
-	clear(h[len(out):])
-	return out
-}
-
-// timerHeap orders by deadline.
-type timerHeap []heapItem
-
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(heapItem)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = heapItem{}
-	*h = old[:len(old)-1]
-	return it
 }

@@ -77,10 +77,6 @@ type header struct {
 	at       int64
 }
 
-// maxHeaderSize bounds an encoded header: a tag, one uvarint and two
-// varints.
-const maxHeaderSize = 1 + 3*binary.MaxVarintLen64
-
 func appendHeader(dst []byte, tag byte, h header) []byte {
 	dst = append(dst, tag)
 	dst = binary.AppendUvarint(dst, uint64(h.attempts))

@@ -2,6 +2,8 @@ package queue
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/tipkv/tipkv"
@@ -110,10 +112,18 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 	if len(items) == 0 {
 		return nil
 	}
+	// Encode everything first: a value that fails or is too large must
+	// leave nothing in w's batch, and no sequence number taken.
+	eb := encodeBufs.Get().(*encodeBuf)
+	defer eb.put()
 	h := header{enqueued: time.Now().UnixNano(), at: unixNano(at)}
-	buf := make([]byte, 0, len(items)*(maxHeaderSize+32))
-	ends := make([]int, len(items))
+	buf, ends := eb.buf[:0], eb.ends[:0]
 	for i, v := range items {
+		if i == 1 {
+			// Size the buffer once, from the first item, rather than
+			// growing it by doubling (copying and zeroing each time).
+			buf = slices.Grow(buf, (len(buf)+len(buf)/4)*(len(items)-1))
+		}
 		buf = appendHeader(buf, itemFormat, h)
 		payload := len(buf)
 		var err error
@@ -123,8 +133,9 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		if n := len(buf) - payload; n > MaxValueSize {
 			return fmt.Errorf("%w: queue %q: enqueue item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, q.c.name, i, n, MaxValueSize)
 		}
-		ends[i] = len(buf)
+		ends = append(ends, len(buf))
 	}
+	eb.buf, eb.ends = buf, ends
 	err := link.Write(w, func(tx *storage.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
@@ -150,6 +161,21 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
 	}
 	return nil
+}
+
+// encodeBuf holds encoded items until the batch has copied them; pooled,
+// so that steady enqueueing does not allocate a buffer per call.
+type encodeBuf struct {
+	buf  []byte
+	ends []int
+}
+
+var encodeBufs = sync.Pool{New: func() any { return new(encodeBuf) }}
+
+func (eb *encodeBuf) put() {
+	if cap(eb.buf) <= 4<<20 {
+		encodeBufs.Put(eb)
+	}
 }
 
 // owns checks that tx writes to this queue's DB.

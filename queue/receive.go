@@ -167,9 +167,9 @@ func (c *core) corrupt(seq int64, err error) error {
 	return fmt.Errorf("message %d (key %x): %w", seq, c.k.item(nil, seq), err)
 }
 
-// examine parses a stored item and decides whether it is dead.
-func (c *core) examine(e *entry, v []byte, maxAttempts int) *taken {
-	t := &taken{e: e, raw: v}
+// examine fills t from a stored item and decides whether it is dead.
+func (c *core) examine(t *taken, e *entry, v []byte, maxAttempts int) *taken {
+	t.e, t.raw = e, v
 	h, payload, err := parseHeader(v, itemFormat)
 	if err != nil {
 		t.dead, t.bad = true, c.corrupt(e.seq, err)
@@ -193,6 +193,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 	}
 	c.expire(now)
 	var out []*taken
+	var al allocator
 	fail := func(err error) ([]*taken, error) {
 		for _, t := range out {
 			c.setState(t.e, stReady, time.Time{})
@@ -212,10 +213,12 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 		}
 		c.setState(e, stBusy, time.Time{})
 		if err != nil {
-			out = append(out, &taken{e: e})
+			t := al.taken()
+			t.e = e
+			out = append(out, t)
 			return fail(err)
 		}
-		t := c.examine(e, v, maxAttempts)
+		t := c.examine(al.taken(), e, v, maxAttempts)
 		out = append(out, t)
 		if !t.dead {
 			n++
@@ -241,11 +244,12 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 			_ = it.Close()
 			return fail(err)
 		}
-		e := &entry{seq: seq, state: stBusy}
+		e := al.entry()
+		e.seq, e.state = seq, stBusy
 		c.addEntry(e)
 		c.cursor = seq + 1
 		c.fresh = max(c.fresh-1, 0)
-		t := c.examine(e, bytes.Clone(v), maxAttempts)
+		t := c.examine(al.taken(), e, al.clone(v), maxAttempts)
 		if t.bad == nil && t.hdr.at > nowNS {
 			c.setState(e, stWaiting, time.Unix(0, t.hdr.at))
 			continue
@@ -352,10 +356,20 @@ func seqs(es []*entry) []int64 {
 	return out
 }
 
+// rangeDeleteMin is the shortest run of consecutive messages deleted with
+// one DeleteRange; shorter runs get point Deletes. Every range tombstone in
+// Pebble's memtable is fragmented again by each new iterator after a
+// DeleteRange, so a memtable full of short range tombstones makes every
+// read pay for all of them: acking 5 messages at a time with DeleteRange
+// measured 190x slower than with point deletes, 20 at a time 10x, 50 at a
+// time 3x; from about 100 they cost the same, and at 1,000 DeleteRange is
+// ahead (BENCHMARKS.md, "Queues").
+const rangeDeleteMin = 128
+
 // deleteRuns deletes the items at the sorted sequence numbers ss: each run
-// of consecutive numbers with one DeleteRange, a lone number with a point
-// Delete (cheaper for Pebble than a one-key range). Every number is
-// consumed exactly once, so no two tombstones ever cover the same key.
+// of at least rangeDeleteMin consecutive numbers with one DeleteRange, a
+// shorter one with point Deletes. Every number is consumed exactly once,
+// so no two tombstones ever cover the same key.
 func (c *core) deleteRuns(b storage.Batch, ss []int64) error {
 	var lo, hi []byte
 	for i := 0; i < len(ss); {
@@ -363,16 +377,18 @@ func (c *core) deleteRuns(b storage.Batch, ss []int64) error {
 		for j+1 < len(ss) && ss[j+1] == ss[j]+1 {
 			j++
 		}
-		lo = c.k.item(lo[:0], ss[i])
-		var err error
-		if i == j {
-			err = b.Delete(lo)
+		if j-i+1 >= rangeDeleteMin {
+			lo, hi = c.k.item(lo[:0], ss[i]), c.k.item(hi[:0], ss[j]+1)
+			if err := b.DeleteRange(lo, hi); err != nil {
+				return err
+			}
 		} else {
-			hi = c.k.item(hi[:0], ss[j]+1)
-			err = b.DeleteRange(lo, hi)
-		}
-		if err != nil {
-			return err
+			for _, s := range ss[i : j+1] {
+				lo = c.k.item(lo[:0], s)
+				if err := b.Delete(lo); err != nil {
+					return err
+				}
+			}
 		}
 		i = j + 1
 	}
@@ -396,7 +412,7 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, c.examine(e, v, 0))
+		out = append(out, c.examine(new(taken), e, v, 0))
 	}
 	if len(out) == limit || c.cursor >= c.watermark {
 		return out, nil
@@ -417,11 +433,47 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 			_ = it.Close()
 			return nil, err
 		}
-		t := c.examine(&entry{seq: seq}, bytes.Clone(v), 0)
+		t := c.examine(new(taken), &entry{seq: seq}, bytes.Clone(v), 0)
 		if t.bad == nil && t.hdr.at > nowNS {
 			continue
 		}
 		out = append(out, t)
 	}
 	return out, closeIter(it)
+}
+
+// allocator hands out takens, entries and value copies from chunks, so
+// that a Receive of n messages allocates a few times, not 3n times. A chunk
+// lives while anything in it does.
+type allocator struct {
+	takens  []taken
+	entries []entry
+	bytes   []byte
+}
+
+func (a *allocator) taken() *taken {
+	if len(a.takens) == cap(a.takens) {
+		a.takens = make([]taken, 0, 32)
+	}
+	a.takens = a.takens[:len(a.takens)+1]
+	return &a.takens[len(a.takens)-1]
+}
+
+func (a *allocator) entry() *entry {
+	if len(a.entries) == cap(a.entries) {
+		a.entries = make([]entry, 0, 32)
+	}
+	a.entries = a.entries[:len(a.entries)+1]
+	return &a.entries[len(a.entries)-1]
+}
+
+// clone copies v into the current chunk; the copy's capacity ends at its
+// length, so appending to it never writes into the chunk.
+func (a *allocator) clone(v []byte) []byte {
+	if cap(a.bytes)-len(a.bytes) < len(v) {
+		a.bytes = make([]byte, 0, max(len(v), 2*cap(a.bytes), 4096))
+	}
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, v...)
+	return a.bytes[start:len(a.bytes):len(a.bytes)]
 }
