@@ -21,6 +21,11 @@ func put(w tipkv.Writer, key, value string) error {
 	})
 }
 
+// del removes one raw key through the Writer seam.
+func del(w tipkv.Writer, key string) error {
+	return link.Write(w, func(tx *storage.Tx) error { return tx.Batch.Delete([]byte(key)) })
+}
+
 func get(t *testing.T, db *tipkv.DB, key string) (string, error) {
 	t.Helper()
 	s, err := link.Store(db)

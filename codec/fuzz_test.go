@@ -129,3 +129,22 @@ func FuzzDecode(f *testing.F) {
 		_ = codec.PrefixEnd(data)
 	})
 }
+
+// For any two byte strings, ordering by Split's prefix first and the rest
+// second agrees with bytes.Compare: the property Pebble's comparer needs,
+// kept even for keys tipkv did not write.
+func FuzzSplitOrder(f *testing.F) {
+	f.Add(vkey([]byte("c"), []byte("a"), 1), append(vkey([]byte("c"), []byte("a"), 0)[:9], 0x7f, 0xff))
+	f.Add([]byte{1, 'c', 0, 1, 'b', 0, 7}, vkey([]byte("c"), []byte("b"), 3))
+	f.Add([]byte{1, 'c', 0, 1, 'z'}, vkey([]byte("c"), []byte("z"), 3))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		pa, pb := a[:codec.Split(a)], b[:codec.Split(b)]
+		want := bytes.Compare(pa, pb)
+		if want == 0 {
+			want = bytes.Compare(a[len(pa):], b[len(pb):])
+		}
+		if got := bytes.Compare(a, b); got != want {
+			t.Fatalf("%x vs %x: bytes.Compare %d, prefix-then-suffix %d", a, b, got, want)
+		}
+	})
+}

@@ -198,30 +198,46 @@ func PrefixEnd(prefix []byte) []byte {
 	return nil
 }
 
-// Split returns the length of key's prefix: the part before the trailing
-// number for families that end in one (see the package doc), or len(key) for
-// everything else: bare prefixes, bounds, metadata keys and keys tipkv did not
-// write. It never panics and does not allocate.
+// Split returns the length of key's prefix: for families whose keys end in
+// a number, the family byte and all its segments (everything before the
+// number); for everything else (metadata keys, bare prefixes, bounds, keys
+// whose segments do not parse) len(key). It never panics and does not
+// allocate.
+//
+// Split does not insist that exactly 8 bytes follow the segments: a key that
+// tipkv did not write, with a suffix of another length, then still shares
+// its document's prefix and sorts among its versions, so a read meets it
+// and reports it as corrupt instead of skipping past the document. With
+// this rule, comparing prefixes first and suffixes second agrees with
+// bytes.Compare for every pair of byte strings, not only tipkv's keys,
+// because encoded segments are prefix-free.
 func Split(key []byte) int {
+	n, ok := segmentsEnd(key)
+	if !ok {
+		return len(key)
+	}
+	return n
+}
+
+// segmentsEnd returns the offset just past the segments of a key of a
+// numbered family, and whether there is such a key with all its segments.
+func segmentsEnd(key []byte) (int, bool) {
 	if len(key) == 0 {
-		return 0
+		return 0, false
 	}
 	nseg := segments(Family(key[0]))
 	if nseg < 0 {
-		return len(key)
+		return 0, false
 	}
-	rest := key[1:]
+	off := 1
 	for range nseg {
-		_, end, err := segmentEnd(rest)
+		_, end, err := segmentEnd(key[off:])
 		if err != nil {
-			return len(key)
+			return 0, false
 		}
-		rest = rest[end:]
+		off += end
 	}
-	if len(rest) != NumberSize {
-		return len(key)
-	}
-	return len(key) - NumberSize
+	return off, true
 }
 
 // ImmediateSuccessor appends to dst the smallest prefix greater than the
@@ -241,22 +257,8 @@ func ImmediateSuccessor(dst, a []byte) []byte {
 // isCompletePrefix reports whether a is a family byte of a numbered family
 // followed by exactly all its segments: what Split returns for a full key.
 func isCompletePrefix(a []byte) bool {
-	if len(a) == 0 {
-		return false
-	}
-	nseg := segments(Family(a[0]))
-	if nseg < 0 {
-		return false
-	}
-	rest := a[1:]
-	for range nseg {
-		_, end, err := segmentEnd(rest)
-		if err != nil {
-			return false
-		}
-		rest = rest[end:]
-	}
-	return len(rest) == 0
+	n, ok := segmentsEnd(a)
+	return ok && n == len(a)
 }
 
 func corruptf(offset int, format string, args ...any) error {
