@@ -153,3 +153,24 @@ func BenchmarkQueueCycle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkQueueEnqueue is one enqueue of 100 items, per system.
+func BenchmarkQueueEnqueue(b *testing.B) {
+	cfg := quickConfig()
+	for _, s := range queueSystems(cfg) {
+		b.Run("system="+slug(s.name), func(b *testing.B) {
+			q, err := s.open(b.TempDir(), false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer q.close()
+			items := newValueGen(1, cfg.ValueSize).next(100)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := q.enqueue(items); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
