@@ -50,7 +50,7 @@ func runFeeds(cfg config, parent string) (*feedsResult, error) {
 	space := cfg.EventSpacing.Nanoseconds()
 	at := func(e int) int64 { return feedEpoch + int64(e)*space }
 
-	t := &table{title: fmt.Sprintf("Event feeds: %d streams x %d events, %d-byte values", cfg.Streams, cfg.Events, cfg.ValueSize)}
+	t := &table{title: fmt.Sprintf("Event feeds: %s streams x %d events, %d-byte values", thousands(cfg.Streams), cfg.Events, cfg.ValueSize)}
 	type opened struct {
 		name string
 		s    feedStore
@@ -145,7 +145,8 @@ func runFeeds(cfg config, parent string) (*feedsResult, error) {
 	}
 	t.add("", "load (batches of 10,000 events)", "ns/item", loadNs)
 	t.notes = append(t.notes, fmt.Sprintf(
-		"hot: %d streams, warmed first; uniform: all streams. Badger keys are stream | bigendian(time), read with a reverse "+
-			"prefix iterator from stream | max; tipkv uses Feed.Newest and Feed.Between with codec.Raw.", cfg.HotStreams))
+		"hot: %d streams, warmed first; uniform: all streams. Each cell is the median of %d interleaved runs of %s. "+
+			"Badger keys are stream | bigendian(time), read with a reverse prefix iterator from stream | max; "+
+			"tipkv uses Feed.Newest and Feed.Between with codec.Raw.", cfg.HotStreams, cfg.Rounds, cfg.Cell))
 	return &feedsResult{table: t}, nil
 }

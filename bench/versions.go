@@ -166,8 +166,8 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 		{sysBadger, func(dir string) (versionStore, error) { return openBadgerVersions(dir, cfg) }},
 		{sysPebble, func(dir string) (versionStore, error) { return openPebbleVersions(dir, cfg) }},
 	}
-	t := &table{title: fmt.Sprintf("Document versions: %d documents x %d versions (+ %d x %d for newest 100), %d-byte values",
-		cfg.Docs, cfg.Versions, cfg.LongDocs, cfg.LongVersions, cfg.ValueSize)}
+	t := &table{title: fmt.Sprintf("Document versions: %s documents x %d versions (+ %s x %d for newest 100), %d-byte values",
+		thousands(cfg.Docs), cfg.Versions, thousands(cfg.LongDocs), cfg.LongVersions, cfg.ValueSize)}
 	loadNs := map[string]float64{}
 	disk := map[string]float64{}
 	var stores []opened
@@ -272,9 +272,9 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 	t.add("", "load (batches of 10,000 versions)", "ns/item", loadNs)
 	t.add("", "disk size after compaction", "bytes", disk)
 	t.notes = append(t.notes, fmt.Sprintf(
-		"hot: %d documents (%d for newest 100) that fit the %d MiB block cache, warmed first; uniform: all documents. "+
+		"hot: %s documents (%d for newest 100) that fit the %d MiB block cache, warmed first; uniform: all documents. "+
 			"Each cell is the median of %d interleaved runs of %s. Values are raw bytes (tipkv codec.Raw).",
-		cfg.HotDocs, cfg.HotLong, cfg.CacheSize>>20, cfg.Rounds, cfg.Cell))
+		thousands(cfg.HotDocs), cfg.HotLong, cfg.CacheSize>>20, cfg.Rounds, cfg.Cell))
 	return &versionsResult{table: t}, nil
 }
 
