@@ -172,7 +172,7 @@ func check(c *ctx, dir string, raw map[string]bool, max int) int {
 	defer s.close()
 
 	ck := &checker{raw: raw, max: max, queueHeads: map[string]int64{}}
-	err := s.scan([]byte{}, keyspaceEnd, func(k, v []byte) error {
+	err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
 		ck.visit(decodeKey(k), v)
 		return nil
 	})

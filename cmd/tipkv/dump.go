@@ -63,7 +63,7 @@ func dumpRanges(only *familyInfo, prefix string, hasPrefix bool) [][2][]byte {
 	}
 	if only == nil && !hasPrefix {
 		// Everything, including keys of families tipkv does not write.
-		return [][2][]byte{{{}, keyspaceEnd}}
+		return [][2][]byte{{keyspaceStart, keyspaceEnd}}
 	}
 	return out
 }

@@ -73,9 +73,15 @@ func familyRange(f codec.Family) (lo, hi []byte) {
 	return []byte{byte(f)}, []byte{byte(f) + 1}
 }
 
-// keyspaceEnd bounds a scan of every key: every key tipkv writes sorts below
-// it, and so does any other key that does not start with 64 0xFF bytes.
-var keyspaceEnd = bytes.Repeat([]byte{0xff}, 64)
+// keyspaceStart and keyspaceEnd bound a scan of every key: [0x00, 0xFF*64)
+// holds every key tipkv writes, and every other key but the empty one and
+// those that start with 64 0xFF bytes. (An empty lower bound would reach the
+// empty key, but Pebble's invariant checks, on in race builds, index
+// key[0] of a seek key.)
+var (
+	keyspaceStart = []byte{0x00}
+	keyspaceEnd   = bytes.Repeat([]byte{0xff}, 64)
+)
 
 // key is a key decoded into its parts.
 type key struct {

@@ -168,7 +168,7 @@ func stats(c *ctx, dir string) int {
 	for _, f := range families {
 		st.family(byte(f.id))
 	}
-	err := s.scan([]byte{}, keyspaceEnd, func(k, v []byte) error {
+	err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
 		st.add(decodeKey(k), v)
 		return nil
 	})

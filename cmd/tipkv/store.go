@@ -59,31 +59,31 @@ func isLocked(err error) bool {
 
 // scan calls fn with every key and value in [lo, hi), in key order. The
 // slices are only valid during the call. fn may stop the scan by returning
-// errStop.
-func (s *store) scan(lo, hi []byte, fn func(k, v []byte) error) error {
+// errStop. The iterator is closed however the scan ends, a panic included,
+// so that closing the store never waits for it.
+func (s *store) scan(lo, hi []byte, fn func(k, v []byte) error) (err error) {
 	it, err := s.kv.NewIter(lo, hi)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	for ok := it.First(); ok; ok = it.Next() {
 		v, err := it.Value()
 		if err != nil {
-			_ = it.Close()
 			return fmt.Errorf("read value of key %x: %w", it.Key(), err)
 		}
 		if err := fn(it.Key(), v); err != nil {
-			_ = it.Close()
 			if errors.Is(err, errStop) {
 				return nil
 			}
 			return err
 		}
 	}
-	if err := it.Error(); err != nil {
-		_ = it.Close()
-		return err
-	}
-	return it.Close()
+	return it.Error()
 }
 
 // errStop ends a scan early without an error.
