@@ -38,7 +38,7 @@
 //	family 0x00  meta          00 | name                       format version
 //	family 0x01  versions      01 | collection | id | desc(v)  document
 //	family 0x02  queue items   02 | queue | asc(seq)           message
-//	family 0x03  queue state   03 | queue                      head, counters
+//	family 0x03  queue state   03 | queue                      head, tail
 //	family 0x04  feed events   04 | stream | desc(pos)         event
 //	family 0x05  dead letters  05 | queue | asc(seq)           message
 //

@@ -45,7 +45,7 @@
 //	0x00  meta          00 | name                      store metadata
 //	0x01  versions      01 | collection | id | desc(v) document versions
 //	0x02  queue items   02 | queue | asc(seq)          queue messages
-//	0x03  queue state   03 | queue                     head, tail, counters
+//	0x03  queue state   03 | queue                     head, tail (lower bounds)
 //	0x04  feed events   04 | stream | desc(pos)        event feeds
 //	0x05  dead letters  05 | queue | asc(seq)          a queue's dead letters
 //

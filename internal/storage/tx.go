@@ -44,9 +44,13 @@ func (t *Tx) State(key any, init func() any) any {
 }
 
 // Commit applies the batch and runs the hooks: OnApplied hooks after Apply,
-// OnCommit hooks after Wait, OnAbort hooks if Apply fails. If Wait fails the
-// writes are visible but their durability is unknown; neither OnCommit nor
-// OnAbort hooks run.
+// OnCommit hooks after Wait, OnAbort hooks if Apply fails.
+//
+// If Wait fails (the WAL sync failed: Pebble then refuses further writes)
+// the writes are visible but their durability is unknown, and neither
+// OnCommit nor OnAbort hooks run. That is the safe side: a queue's
+// visibility watermark stays below the write, so no consumer acts on a
+// message a crash could still erase; a restart settles what survived.
 func (t *Tx) Commit(sync bool) error {
 	if err := t.Batch.Apply(sync); err != nil {
 		t.Abort()
