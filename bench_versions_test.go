@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -35,14 +36,17 @@ import (
 //
 // Values go through codec.Raw (a copy), and every baseline copies the value
 // and decodes the version from the key too, so ratios show tipkv's own
-// overhead. Run (about 3 minutes on 2 cores):
+// overhead.
+//
+// A "pair=" benchmark runs tipkv and its baseline in alternating chunks of
+// operations, so that both see the same machine load, and reports
+// "ratio": tipkv's time over the baseline's (below 1: tipkv is faster), or
+// for writes the baseline's over tipkv's (throughput), with each side's
+// ns/op. An "impl=" benchmark runs one side alone, for its allocations.
+// Run (about a minute per count on 2 cores):
 //
 //	go test -run '^$' -bench 'BenchmarkVersions' -count 6 . | tee versions.txt
-//	benchstat -col /impl versions.txt
-//
-// Each tipkv benchmark also reports "ratio": its time per op over its
-// baseline's, measured just before in the same process (below 1 is faster).
-// Put benchmarks report it as throughput: baseline time over tipkv time.
+//	benchstat versions.txt
 
 const (
 	vbDocs      = 100_000
@@ -80,7 +84,8 @@ func vbValue(rng *rand.Rand) []byte {
 	return v
 }
 
-// vbPebbleOptions configures raw Pebble as tipkv configures it.
+// vbPebbleOptions configures raw Pebble as pebblestore.Open configures it
+// (comparer, cache, memtable, bloom filters, format, values kept in place).
 func vbPebbleOptions() *pebble.Options {
 	cache := pebble.NewCache(128 << 20)
 	opts := &pebble.Options{
@@ -93,6 +98,9 @@ func vbPebbleOptions() *pebble.Options {
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		opts.Levels[i].FilterType = pebble.TableFilter
+	}
+	opts.Experimental.SpanPolicyFunc = func([]byte) (pebble.SpanPolicy, []byte, error) {
+		return pebble.SpanPolicy{DisableValueSeparationBySuffix: true}, nil, nil
 	}
 	return opts
 }
@@ -218,39 +226,6 @@ func vbClone(b testing.TB, src, dst string) string {
 	return dst
 }
 
-// vbTimes holds the ns/op of baselines measured earlier in the run.
-var vbTimes sync.Map
-
-func vbNs(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
-
-// vbBaseline records b's time per op under name.
-func vbBaseline(b *testing.B, name string) { vbTimes.Store(name, vbNs(b)) }
-
-// vbRatio reports b's time per op over the baseline's (time), or the
-// baseline's over b's (throughput).
-func vbRatio(b *testing.B, name string, throughput bool) {
-	base, ok := vbTimes.Load(name)
-	if !ok {
-		return
-	}
-	r := vbNs(b) / base.(float64)
-	if throughput {
-		r = 1 / r
-	}
-	b.ReportMetric(r, "ratio")
-}
-
-// vbPicks returns n random indexes below max, the same for every
-// benchmark of the run.
-func vbPicks(n, max int) []int {
-	rng := rand.New(rand.NewPCG(7, 8))
-	out := make([]int, n)
-	for i := range out {
-		out[i] = rng.IntN(max)
-	}
-	return out
-}
-
 func BenchmarkVersions(b *testing.B) {
 	root := b.TempDir()
 	var once sync.Once
@@ -267,40 +242,141 @@ func BenchmarkVersions(b *testing.B) {
 		}
 	})
 
-	b.Run("op=latest/impl=raw-get", func(b *testing.B) { vbRawGet(b, data(b)) })
-	b.Run("op=latest/impl=tipkv", func(b *testing.B) { vbLatest(b, data(b), false, "latest/raw-get") })
-	b.Run("op=asof/impl=tipkv-latest", func(b *testing.B) { vbLatest(b, data(b), false, "") })
-	b.Run("op=asof/impl=tipkv", func(b *testing.B) { vbAsOf(b, data(b)) })
-	b.Run("op=latest-missing/impl=tipkv-present", func(b *testing.B) { vbLatest(b, data(b), false, "") })
-	b.Run("op=latest-missing/impl=tipkv", func(b *testing.B) { vbLatest(b, data(b), true, "") })
+	b.Run("op=latest/impl=raw-get", func(b *testing.B) { vbSolo(b, vbRawGetOp(b, data(b))) })
+	b.Run("op=latest/impl=tipkv", func(b *testing.B) { vbSolo(b, vbLatestOp(b, data(b), false)) })
+	b.Run("op=latest/pair=raw-get", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, false, vbRawGetOp(b, d), vbLatestOp(b, d, false))
+	})
+	b.Run("op=latest/pair=raw-seek", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, false, vbRawSeekOp(b, d), vbLatestOp(b, d, false))
+	})
+	b.Run("op=raw-seek/pair=raw-get", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, false, vbRawGetOp(b, d), vbRawSeekOp(b, d))
+	})
+	b.Run("op=asof/pair=latest", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, false, vbLatestOp(b, d, false), vbAsOfOp(b, d))
+	})
+	b.Run("op=latest-missing/pair=present", func(b *testing.B) {
+		d := data(b)
+		hits0, _ := vbFilterStats(b, d.db)
+		vbPair(b, 64, false, vbLatestOp(b, d, false), vbLatestOp(b, d, true))
+		hits1, _ := vbFilterStats(b, d.db)
+		b.ReportMetric(float64(hits1-hits0)/float64(b.N), "filter-hits/miss")
+	})
 	for _, n := range []int{10, 100} {
-		b.Run(fmt.Sprintf("op=history-%d/impl=raw-forward", n), func(b *testing.B) { vbRawForward(b, data(b), n) })
-		b.Run(fmt.Sprintf("op=history-%d/impl=raw-asc-reverse", n), func(b *testing.B) { vbRawReverse(b, data(b), n) })
-		b.Run(fmt.Sprintf("op=history-%d/impl=tipkv", n), func(b *testing.B) { vbHistory(b, data(b), n) })
+		b.Run(fmt.Sprintf("op=history-%d/impl=tipkv", n), func(b *testing.B) { vbSolo(b, vbHistoryOp(b, data(b), n)) })
+		b.Run(fmt.Sprintf("op=history-%d/pair=raw-forward", n), func(b *testing.B) {
+			d := data(b)
+			vbPair(b, 32, false, vbRawForwardOp(b, d, n), vbHistoryOp(b, d, n))
+		})
+		b.Run(fmt.Sprintf("op=history-%d/pair=asc-reverse", n), func(b *testing.B) {
+			d := data(b)
+			vbPair(b, 32, false, vbRawReverseOp(b, d, n), vbHistoryOp(b, d, n))
+		})
 	}
-	b.Run(fmt.Sprintf("op=latest-all/versions=%d/impl=tipkv", vbVersions), func(b *testing.B) { vbLatestAll(b, data(b), vbVersions) })
-	b.Run(fmt.Sprintf("op=latest-all/versions=%d/impl=raw-scan", vbDeepVers), func(b *testing.B) { vbRawScanAll(b, data(b)) })
-	b.Run(fmt.Sprintf("op=latest-all/versions=%d/impl=tipkv", vbDeepVers), func(b *testing.B) { vbLatestAll(b, data(b), vbDeepVers) })
-	b.Run("op=put/impl=raw-get-set", func(b *testing.B) { vbRawPut(b, data(b), vbDocs, true, "put/raw-get-set") })
-	b.Run("op=put/impl=tipkv", func(b *testing.B) { vbPut(b, data(b), vbDocs, "put/raw-get-set") })
-	b.Run("op=put-hot/impl=raw-set", func(b *testing.B) { vbRawPut(b, data(b), 1000, false, "put-hot/raw-set") })
-	b.Run("op=put-hot/impl=tipkv", func(b *testing.B) { vbPut(b, data(b), 1000, "put-hot/raw-set") })
+	for _, v := range []int{vbVersions, vbDeepVers} {
+		b.Run(fmt.Sprintf("op=latest-all/versions=%d/impl=tipkv", v), func(b *testing.B) {
+			vbSolo(b, vbLatestAllOp(b, data(b), v))
+			b.ReportMetric(vbNs(b)/1000, "ns/doc")
+		})
+	}
+	b.Run(fmt.Sprintf("op=latest-all/versions=%d/pair=raw-scan", vbDeepVers), func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 2, false, vbRawScanAllOp(b, d), vbLatestAllOp(b, d, vbDeepVers))
+	})
+	b.Run("op=put/impl=tipkv", func(b *testing.B) { vbSolo(b, vbPutOp(b, data(b), vbDocs)) })
+	b.Run("op=put/pair=raw-get-set", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, true, vbRawPutOp(b, d, vbDocs, true), vbPutOp(b, d, vbDocs))
+	})
+	b.Run("op=put-hot/pair=raw-set", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, true, vbRawPutOp(b, d, 1000, false), vbPutOp(b, d, 1000))
+	})
+}
+
+func vbNs(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }
+
+// vbSolo runs op b.N times.
+func vbSolo(b *testing.B, op func(i int)) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		op(i)
+	}
+}
+
+// vbPair runs b.N operations of each side in alternating chunks, first one
+// side first, then the other, and reports the ratio of their times:
+// ours/base, or base/ours for throughput. The sides take their random
+// picks half a cycle apart, so that when they share a store one does not
+// warm the cache for the other.
+func vbPair(b *testing.B, chunk int, throughput bool, base, ours func(i int)) {
+	var tBase, tOurs time.Duration
+	run := func(op func(int), i, n int) time.Duration {
+		start := time.Now()
+		for j := i; j < i+n; j++ {
+			op(j)
+		}
+		return time.Since(start)
+	}
+	shifted := func(j int) { ours(j + vbPicksN/2) }
+	b.ResetTimer()
+	for i, k := 0, 0; i < b.N; i, k = i+chunk, k+1 {
+		n := min(chunk, b.N-i)
+		if k%2 == 0 {
+			tBase += run(base, i, n)
+			tOurs += run(shifted, i, n)
+		} else {
+			tOurs += run(shifted, i, n)
+			tBase += run(base, i, n)
+		}
+	}
+	b.StopTimer()
+	r := float64(tOurs) / float64(tBase)
+	if throughput {
+		r = 1 / r
+	}
+	b.ReportMetric(r, "ratio")
+	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
+	b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "tipkv-ns/op")
+}
+
+func vbFilterStats(b testing.TB, db *tipkv.DB) (hits, misses int64) {
+	s, err := link.Store(db)
+	require.NoError(b, err)
+	fs, ok := s.(interface{ FilterStats() (int64, int64) })
+	require.True(b, ok)
+	return fs.FilterStats()
+}
+
+// vbPicks returns n random indexes below max, the same for every
+// benchmark of the run.
+func vbPicks(n, max int) []int {
+	rng := rand.New(rand.NewPCG(7, 8))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = rng.IntN(max)
+	}
+	return out
 }
 
 const vbPicksN = 1 << 18
 
 var vbSink int64
 
-func vbRawGet(b *testing.B, d *vbData) {
+func vbRawGetOp(b *testing.B, d *vbData) func(int) {
 	picks := vbPicks(vbPicksN, vbDocs)
 	keys := make([][]byte, len(picks))
 	for i, p := range picks {
 		keys[i] = codec.AppendDesc(vbPrefix(d.ids[p]), vbVersions)
 	}
 	var out []byte
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		k := keys[i%len(keys)]
 		v, closer, err := d.raw.Get(k)
 		if err != nil {
@@ -313,12 +389,42 @@ func vbRawGet(b *testing.B, d *vbData) {
 			b.Fatalf("got version %d, %d bytes", n, len(out))
 		}
 	}
-	vbBaseline(b, "latest/raw-get")
 }
 
-// vbLatest reads the Latest of random documents, or of random missing
+// vbRawSeekOp is Latest in raw Pebble: a prefix seek (bloom filters) in an
+// iterator bounded to the document.
+func vbRawSeekOp(b *testing.B, d *vbData) func(int) {
+	picks := vbPicks(vbPicksN, vbDocs)
+	bounds := make([][2][]byte, len(picks))
+	for i, p := range picks {
+		pre := vbPrefix(d.ids[p])
+		bounds[i] = [2][]byte{pre, codec.AppendDesc(bytes.Clone(pre), 0)}
+	}
+	var out []byte
+	return func(i int) {
+		lo, hi := bounds[i%len(bounds)][0], bounds[i%len(bounds)][1]
+		it, err := d.raw.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi, UseL6Filters: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !it.SeekPrefixGE(lo) {
+			b.Fatal("not found")
+		}
+		n, _, _ := codec.DecodeDesc(it.Key()[len(lo):])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = codec.Raw{}.Decode(v, &out)
+		if err := it.Close(); err != nil || n != vbVersions || len(out) != vbValueSize {
+			b.Fatalf("got version %d, %d bytes, %v", n, len(out), err)
+		}
+	}
+}
+
+// vbLatestOp reads the Latest of random documents, or of random missing
 // ones (ids that sort among the present ones).
-func vbLatest(b *testing.B, d *vbData, missing bool, vs string) {
+func vbLatestOp(b *testing.B, d *vbData, missing bool) func(int) {
 	picks := vbPicks(vbPicksN, vbDocs)
 	ids := make([]string, len(picks))
 	for i, p := range picks {
@@ -327,47 +433,34 @@ func vbLatest(b *testing.B, d *vbData, missing bool, vs string) {
 			ids[i] += "-missing"
 		}
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		doc, err := d.docs.Latest(ids[i%len(ids)])
 		if missing {
 			if err == nil {
 				b.Fatal("found a missing document")
 			}
-			continue
+			return
 		}
 		if err != nil || doc.Version != vbVersions || len(doc.Value) != vbValueSize {
 			b.Fatalf("got version %d, %d bytes, %v", doc.Version, len(doc.Value), err)
 		}
 	}
-	if missing {
-		vbRatio(b, "latest/tipkv", false)
-		return
-	}
-	if vs != "" {
-		vbRatio(b, vs, false)
-	}
-	vbBaseline(b, "latest/tipkv")
 }
 
-func vbAsOf(b *testing.B, d *vbData) {
+func vbAsOfOp(b *testing.B, d *vbData) func(int) {
 	picks := vbPicks(vbPicksN, vbDocs)
 	ids := make([]string, len(picks))
 	at := make([]int64, len(picks))
 	for i, p := range picks {
 		ids[i], at[i] = d.ids[p], 1+int64(i%vbVersions)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		j := i % len(ids)
 		doc, err := d.docs.AsOf(ids[j], at[j])
 		if err != nil || doc.Version != at[j] || len(doc.Value) != vbValueSize {
 			b.Fatalf("got version %d, %d bytes, %v", doc.Version, len(doc.Value), err)
 		}
 	}
-	vbRatio(b, "latest/tipkv", false)
 }
 
 // vbHistoryIDs picks the documents of History of n: the main ones for 10,
@@ -385,7 +478,7 @@ func vbHistoryIDs(d *vbData, n int) []string {
 	return ids
 }
 
-func vbRawForward(b *testing.B, d *vbData, n int) {
+func vbRawForwardOp(b *testing.B, d *vbData, n int) func(int) {
 	ids := vbHistoryIDs(d, n)
 	bounds := make([][2][]byte, len(ids))
 	for i, id := range ids {
@@ -393,9 +486,7 @@ func vbRawForward(b *testing.B, d *vbData, n int) {
 		bounds[i] = [2][]byte{p, codec.AppendDesc(bytes.Clone(p), 0)}
 	}
 	var out []byte
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		lo, hi := bounds[i%len(bounds)][0], bounds[i%len(bounds)][1]
 		it, err := d.raw.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
@@ -416,10 +507,9 @@ func vbRawForward(b *testing.B, d *vbData, n int) {
 			b.Fatalf("read %d, %v", count, err)
 		}
 	}
-	vbBaseline(b, fmt.Sprintf("history-%d/raw-forward", n))
 }
 
-func vbRawReverse(b *testing.B, d *vbData, n int) {
+func vbRawReverseOp(b *testing.B, d *vbData, n int) func(int) {
 	ids := vbHistoryIDs(d, n)
 	bounds := make([][2][]byte, len(ids))
 	for i, id := range ids {
@@ -427,9 +517,7 @@ func vbRawReverse(b *testing.B, d *vbData, n int) {
 		bounds[i] = [2][]byte{p, codec.PrefixEnd(p)}
 	}
 	var out []byte
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		lo, hi := bounds[i%len(bounds)][0], bounds[i%len(bounds)][1]
 		it, err := d.asc.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
@@ -450,15 +538,12 @@ func vbRawReverse(b *testing.B, d *vbData, n int) {
 			b.Fatalf("read %d, %v", count, err)
 		}
 	}
-	vbBaseline(b, fmt.Sprintf("history-%d/raw-asc-reverse", n))
 }
 
-func vbHistory(b *testing.B, d *vbData, n int) {
+func vbHistoryOp(b *testing.B, d *vbData, n int) func(int) {
 	ids := vbHistoryIDs(d, n)
 	q := tipkv.Query{Limit: n}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		count := 0
 		for doc, err := range d.docs.History(ids[i%len(ids)], q) {
 			if err != nil {
@@ -471,22 +556,16 @@ func vbHistory(b *testing.B, d *vbData, n int) {
 			b.Fatalf("read %d", count)
 		}
 	}
-	vbRatio(b, fmt.Sprintf("history-%d/raw-forward", n), false)
-	if base, ok := vbTimes.Load(fmt.Sprintf("history-%d/raw-asc-reverse", n)); ok {
-		b.ReportMetric(vbNs(b)/base.(float64), "ratio-vs-asc")
-	}
 }
 
-// vbLatestAll reads the latest version of 1,000 documents that have
-// versions each: the cost per document must not grow with versions.
-func vbLatestAll(b *testing.B, d *vbData, versions int) {
+// vbLatestAllOp reads the latest version of 1,000 documents that have
+// versions versions each: the cost per document must not grow with them.
+func vbLatestAllOp(b *testing.B, d *vbData, versions int) func(int) {
 	q := tipkv.Query{Prefix: "doc-000"}
 	if versions > vbVersions {
 		q.Prefix = "deep-"
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
+	return func(int) {
 		count := 0
 		for doc, err := range d.docs.LatestAll(q) {
 			if err != nil || doc.Version != int64(versions) {
@@ -498,23 +577,17 @@ func vbLatestAll(b *testing.B, d *vbData, versions int) {
 			b.Fatalf("read %d documents", count)
 		}
 	}
-	b.ReportMetric(vbNs(b)/1000, "ns/doc")
-	if versions > vbVersions {
-		vbRatio(b, "latest-all/raw-scan", false)
-	}
 }
 
-// vbRawScanAll is LatestAll without the skip: a forward scan over every
+// vbRawScanAllOp is LatestAll without the skip: a forward scan over every
 // version of the 1,000 deep documents, keeping the first of each.
-func vbRawScanAll(b *testing.B, d *vbData) {
+func vbRawScanAllOp(b *testing.B, d *vbData) func(int) {
 	lo := codec.AppendFamily(nil, codec.FamilyVersions)
 	lo = codec.AppendString(lo, vbColl)
 	lo = append(lo, "deep-"...)
 	hi := codec.PrefixEnd(lo)
 	var out []byte
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
+	return func(int) {
 		it, err := d.raw.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
 			b.Fatal(err)
@@ -541,16 +614,14 @@ func vbRawScanAll(b *testing.B, d *vbData) {
 			b.Fatalf("read %d documents: %v", count, err)
 		}
 	}
-	b.ReportMetric(vbNs(b)/vbDeepDocs, "ns/doc")
-	vbBaseline(b, "latest-all/raw-scan")
 }
 
-// vbRawPut writes the next version of random documents (of the first docs
-// documents) on a fresh copy of the data set: a Set, after a Get of the
-// latest key when withGet (the read a version number needs).
-func vbRawPut(b *testing.B, d *vbData, docs int, withGet bool, name string) {
+// vbRawPutOp writes the next version of random documents (of the first
+// docs documents) on a fresh copy of the data set: a Set, after a Get of
+// the latest key when withGet (the read a version number needs).
+func vbRawPutOp(b *testing.B, d *vbData, docs int, withGet bool) func(int) {
 	raw := vbOpenPebble(b, vbClone(b, d.pristine, b.TempDir()))
-	defer raw.Close()
+	b.Cleanup(func() { _ = raw.Close() })
 	picks := vbPicks(vbPicksN, docs)
 	prefixes := make([][]byte, docs)
 	latest := make([]int64, docs)
@@ -560,9 +631,7 @@ func vbRawPut(b *testing.B, d *vbData, docs int, withGet bool, name string) {
 	}
 	value := vbValue(rand.New(rand.NewPCG(3, 4)))
 	key := make([]byte, 0, 64)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		p := picks[i%len(picks)]
 		if withGet {
 			key = codec.AppendDesc(append(key[:0], prefixes[p]...), latest[p])
@@ -578,28 +647,24 @@ func vbRawPut(b *testing.B, d *vbData, docs int, withGet bool, name string) {
 			b.Fatal(err)
 		}
 	}
-	b.StopTimer()
-	vbBaseline(b, name)
 }
 
-func vbPut(b *testing.B, d *vbData, docs int, vs string) {
+// vbPutOp is Put (NoSync, one per Update) of random documents on a fresh
+// copy of the data set.
+func vbPutOp(b *testing.B, d *vbData, docs int) func(int) {
 	db, coll := vbOpenTipkv(b, vbClone(b, d.pristine, b.TempDir()), &tipkv.Options{NoSync: true})
-	defer db.Close()
+	b.Cleanup(func() { _ = db.Close() })
 	picks := vbPicks(vbPicksN, docs)
 	latest := make([]int64, docs)
 	for i := range latest {
 		latest[i] = vbVersions
 	}
 	value := vbValue(rand.New(rand.NewPCG(3, 4)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	return func(i int) {
 		p := picks[i%len(picks)]
 		v, err := coll.Put(db, d.ids[p], value)
 		if latest[p]++; err != nil || v != latest[p] {
 			b.Fatalf("put version %d, want %d: %v", v, latest[p], err)
 		}
 	}
-	b.StopTimer()
-	vbRatio(b, vs, true)
 }

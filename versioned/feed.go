@@ -126,30 +126,43 @@ func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Eve
 		if !ok {
 			return
 		}
-		stopped := false
-		scratch := new(T) // see Collection.doc
-		err = scanNewest(f.store, prefix, sp, q.Limit, true, func(p int64, raw []byte) (bool, error) {
-			var zero T
-			*scratch = zero
-			err := f.codec.Decode(raw, scratch)
-			e := Event[T]{Stream: stream, Position: p, Value: *scratch}
-			*scratch = zero
-			if err != nil {
-				if !errors.Is(err, tipkv.ErrCorrupt) {
-					err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
-				}
-				return false, fmt.Errorf("position %d: %w", p, err)
-			}
-			if !yield(e, nil) {
-				stopped = true
-				return false, nil
-			}
-			return true, nil
-		})
+		stopped, err := f.newest(stream, prefix, sp, q.Limit, yield)
 		if err != nil && !stopped {
 			yield(Event[T]{}, fmt.Errorf("stream %q: %w", stream, err))
 		}
 	}
+}
+
+func (f *Feed[T]) newest(stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
+	var sc newestScan
+	if err := sc.open(f.store, prefix, sp, limit); err != nil {
+		return false, err
+	}
+	defer func() {
+		if cerr := sc.close(); err == nil {
+			err = cerr
+		}
+	}()
+	scratch := new(T) // see Collection.doc
+	for sc.next() {
+		raw, err := sc.value()
+		if err != nil {
+			return false, err
+		}
+		var zero T
+		*scratch = zero
+		err = f.codec.Decode(raw, scratch)
+		if err != nil {
+			if !errors.Is(err, tipkv.ErrCorrupt) {
+				err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
+			}
+			return false, fmt.Errorf("position %d: %w", sc.n, err)
+		}
+		if !yield(Event[T]{Stream: stream, Position: sc.n, Value: *scratch}, nil) {
+			return true, nil
+		}
+	}
+	return false, sc.err
 }
 
 func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byte, sp span, ok bool, err error) {
@@ -188,14 +201,7 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	}
 	prefix := namePrefix(codec.FamilyFeed, stream)
 	return link.Write(w, func(tx *storage.Tx) error {
-		var cut int64
-		seen := 0
-		err := scanNewest(f.store, prefix, span{top: math.MaxInt64, bottom: 1}, keepNewest+1, false, func(p int64, _ []byte) (bool, error) {
-			if seen++; seen == keepNewest+1 {
-				cut = p
-			}
-			return true, nil
-		})
+		cut, err := f.cutAfter(prefix, keepNewest)
 		if err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
@@ -214,6 +220,26 @@ func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	return link.Write(w, func(tx *storage.Tx) error {
 		return f.dropThrough(tx, stream, prefix, cut)
 	})
+}
+
+// cutAfter returns the position of the event after the keep newest ones, 0
+// if there is none: what Trim drops from.
+func (f *Feed[T]) cutAfter(prefix []byte, keep int) (cut int64, err error) {
+	var sc newestScan
+	if err := sc.open(f.store, prefix, span{top: math.MaxInt64, bottom: 1}, keep+1); err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := sc.close(); err == nil {
+			err = cerr
+		}
+	}()
+	for sc.next() {
+		if sc.count == keep+1 {
+			return sc.n, nil
+		}
+	}
+	return 0, sc.err
 }
 
 func (f *Feed[T]) dropThrough(tx *storage.Tx, stream string, prefix []byte, cut int64) error {

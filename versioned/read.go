@@ -38,13 +38,14 @@ func (d Doc[T]) Cursor() tipkv.Cursor {
 
 // doc decodes a version. The codec decodes into scratch (its pointer goes
 // through an interface, so whatever it points into is on the heap): a
-// recycled or per-read scratch spares an allocation per Doc.
+// recycled or per-read scratch spares an allocation per Doc. scratch is
+// zeroed first (a codec may merge into what is there) but not after: the
+// caller clears a scratch it keeps.
 func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
 	var zero T
 	*scratch = zero
 	err := c.codec.Decode(raw, scratch)
 	val := *scratch
-	*scratch = zero
 	if err != nil {
 		if !errors.Is(err, tipkv.ErrCorrupt) {
 			err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
@@ -61,6 +62,8 @@ func (c *Collection[T]) docOne(id string, v int64, raw []byte) (Doc[T], error) {
 		p = new(T)
 	}
 	d, err := c.doc(id, v, raw, kindHistory, p)
+	var zero T
+	*p = zero // the pool must not keep the value alive
 	c.scratch.Put(p)
 	return d, err
 }
@@ -157,31 +160,42 @@ func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 // q.After for the next. Versions written meanwhile do not shift a page.
 func (c *Collection[T]) History(id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return func(yield func(Doc[T], error) bool) {
-		prefix, sp, ok, err := c.historySpan(id, q)
-		if err != nil {
-			yield(Doc[T]{}, err)
-			return
-		}
-		if !ok {
-			return
-		}
-		stopped := false
-		scratch := new(T)
-		err = scanNewest(c.store, prefix, sp, q.Limit, true, func(v int64, raw []byte) (bool, error) {
-			d, err := c.doc(id, v, raw, kindHistory, scratch)
-			if err != nil {
-				return false, err
-			}
-			if !yield(d, nil) {
-				stopped = true
-				return false, nil
-			}
-			return true, nil
-		})
+		stopped, err := c.history(id, q, yield)
 		if err != nil && !stopped {
 			yield(Doc[T]{}, fmt.Errorf("history of %s: %w", c.where(id), err))
 		}
 	}
+}
+
+func (c *Collection[T]) history(id string, q tipkv.Query, yield func(Doc[T], error) bool) (stopped bool, err error) {
+	prefix, sp, ok, err := c.historySpan(id, q)
+	if err != nil || !ok {
+		return false, err
+	}
+	var sc newestScan
+	if err := sc.open(c.store, prefix, sp, q.Limit); err != nil {
+		return false, err
+	}
+	defer func() {
+		if cerr := sc.close(); err == nil {
+			err = cerr
+		}
+	}()
+	scratch := new(T)
+	for sc.next() {
+		raw, err := sc.value()
+		if err != nil {
+			return false, err
+		}
+		d, err := c.doc(id, sc.n, raw, kindHistory, scratch)
+		if err != nil {
+			return false, err
+		}
+		if !yield(d, nil) {
+			return true, nil
+		}
+	}
+	return false, sc.err
 }
 
 func (c *Collection[T]) historySpan(id string, q tipkv.Query) (prefix []byte, sp span, ok bool, err error) {
@@ -189,16 +203,16 @@ func (c *Collection[T]) historySpan(id string, q tipkv.Query) (prefix []byte, sp
 		return nil, span{}, false, err
 	}
 	if err := q.Validate(); err != nil {
-		return nil, span{}, false, fmt.Errorf("history of %s: %w", c.where(id), err)
+		return nil, span{}, false, err
 	}
 	if q.Prefix != "" {
-		return nil, span{}, false, fmt.Errorf("%w: history of %s: Query.Prefix is for LatestAll", tipkv.ErrInvalid, c.where(id))
+		return nil, span{}, false, fmt.Errorf("%w: Query.Prefix is for LatestAll", tipkv.ErrInvalid)
 	}
 	prefix = c.docPrefix(nil, id)
 	var after int64
 	if q.After != "" {
 		if after, err = parseNumberCursor(q.After, kindHistory, prefix); err != nil {
-			return nil, span{}, false, fmt.Errorf("history of %s: %w", c.where(id), err)
+			return nil, span{}, false, err
 		}
 	}
 	sp, ok = spanOf(q, after)

@@ -99,49 +99,74 @@ func spanOf(q tipkv.Query, after int64) (sp span, ok bool) {
 	return sp, sp.top >= sp.bottom
 }
 
-// scanNewest calls fn for each key under prefix in the span, newest first,
-// with the number and, when values is set, the value (valid during the call
-// only), at most limit times (0: no limit), until fn returns false or an
-// error. It is one prefix seek (bloom filters) followed by a forward scan,
-// bounded on both sides.
-func scanNewest(s storage.Store, prefix []byte, sp span, limit int, values bool, fn func(n int64, value []byte) (bool, error)) (err error) {
-	buf := keyBufs.Get().(*[]byte)
-	defer keyBufs.Put(buf)
-	b := append((*buf)[:0], prefix...)
+// newestScan is a newest-first scan of the keys under one prefix, in a
+// span: one seek, then a forward scan bounded on both sides. Use it as
+//
+//	var sc newestScan
+//	if err := sc.open(store, prefix, sp, limit); err != nil { ... }
+//	defer sc.close()
+//	for sc.next() { sc.n, sc.value() }
+//	if sc.err != nil { ... }
+//
+// The seek is a plain SeekGE, not a prefix seek: the bounds already keep
+// the scan in the prefix, and in prefix mode Pebble splits every key it
+// steps over (measured: 15% slower for 100 versions). Only the point reads
+// consult the bloom filters.
+type newestScan struct {
+	it    storage.Iter
+	buf   *[]byte // holds the bounds until close
+	lo    []byte
+	plen  int // length of the prefix
+	limit int // 0: none
+	count int
+	n     int64 // the current key's number
+	err   error
+}
+
+func (sc *newestScan) open(s storage.Store, prefix []byte, sp span, limit int) error {
+	sc.buf = keyBufs.Get().(*[]byte)
+	b := append((*sc.buf)[:0], prefix...)
 	b = codec.AppendDesc(b, sp.top)
 	b = append(b, prefix...)
 	b = codec.AppendDesc(b, sp.bottom-1)
-	*buf = b
+	*sc.buf = b
 	n := len(prefix) + codec.NumberSize
-	lo, hi := b[:n:n], b[n:]
-	it, err := newIter(s, lo, hi)
+	sc.lo, sc.plen, sc.limit = b[:n:n], len(prefix), limit
+	it, err := newIter(s, sc.lo, b[n:])
 	if err != nil {
+		keyBufs.Put(sc.buf)
 		return err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	count := 0
-	for ok := it.SeekPrefixGE(lo); ok; ok = it.Next() {
-		num, err := numberOf(it.Key(), len(prefix))
-		if err != nil {
-			return err
-		}
-		var v []byte
-		if values {
-			if v, err = it.Value(); err != nil {
-				return err
-			}
-		}
-		more, err := fn(num, v)
-		if err != nil || !more {
-			return err
-		}
-		if count++; limit > 0 && count >= limit {
-			return nil
-		}
+	sc.it = it
+	return nil
+}
+
+// next moves to the next key, false at the end, at the limit or on an
+// error (in sc.err).
+func (sc *newestScan) next() bool {
+	if sc.limit > 0 && sc.count >= sc.limit {
+		return false
 	}
-	return it.Error()
+	var ok bool
+	if sc.count == 0 {
+		ok = sc.it.SeekGE(sc.lo)
+	} else {
+		ok = sc.it.Next()
+	}
+	if !ok {
+		sc.err = sc.it.Error()
+		return false
+	}
+	sc.count++
+	sc.n, sc.err = numberOf(sc.it.Key(), sc.plen)
+	return sc.err == nil
+}
+
+// value returns the current value, valid until the next call to next.
+func (sc *newestScan) value() ([]byte, error) { return sc.it.Value() }
+
+func (sc *newestScan) close() error {
+	err := sc.it.Close()
+	keyBufs.Put(sc.buf)
+	return err
 }
