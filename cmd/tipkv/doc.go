@@ -1,17 +1,19 @@
 // Command tipkv inspects and maintains a tipkv store without writing Go.
 //
 //	tipkv stats   DIR                          families, collections, streams, queues, LSM shape
-//	tipkv dump    DIR [--family F] [--prefix P] [--hex]
+//	tipkv dump    DIR [--family F] [--prefix P] [--hex] [-n N]
 //	tipkv history DIR COLLECTION ID [-n N] [--as-of V]
 //	tipkv feed    DIR STREAM [-n N] [--since T]
-//	tipkv queue   DIR NAME [-n N] [--dead] [--requeue SEQ|all]
-//	tipkv check   DIR                          exit status 1 when the store is not healthy
-//	tipkv compact DIR
+//	tipkv queue   DIR NAME [-n N] [--dead] [--requeue SEQS|all] [--discard SEQS|all]
+//	tipkv check   DIR [--raw NAMES] [--max N]  exit status 1 when the store is not healthy
+//	tipkv compact DIR                          family by family, with progress on stderr
 //
 // Every command takes --help and --json, and flags may come before or after
-// the arguments. Every command but compact and queue --requeue opens the
-// store read-only. A store held by another process is refused with a
-// message that says so.
+// the arguments ("--" ends them). Every command but compact and queue
+// --requeue or --discard opens the store read-only and changes nothing in
+// its directory. A store held by another process is refused with a message
+// that says so: Pebble locks the directory even for readers, so the
+// commands run while the service that owns the store is stopped.
 //
 // Tables are for people; --json writes one JSON document for scripts (dump
 // writes one JSON object per line, so that a large store streams). Values

@@ -158,7 +158,7 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Every command takes --help and --json; flags may follow the arguments.
-Only compact and queue --requeue write; the others open the store read-only.
+Only compact and queue --requeue/--discard write; the rest open read-only.
 Exit status: 0 ok, 1 failed or unhealthy (check), 2 bad usage or cannot open.
 Run 'tipkv COMMAND --help' for a command's flags.
 `)

@@ -195,8 +195,8 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
 }
 
-// textValue renders bytes that are not msgpack (meta values): as a string
-// when they are printable UTF-8, else nil.
+// textValue reports whether b (a meta value, which is not msgpack) is
+// printable UTF-8, and returns it as a string if so.
 func textValue(b []byte) (string, bool) {
 	if !utf8.Valid(b) {
 		return "", false
