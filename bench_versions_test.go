@@ -271,11 +271,11 @@ func BenchmarkVersions(b *testing.B) {
 		b.Run(fmt.Sprintf("op=history-%d/impl=tipkv", n), func(b *testing.B) { vbSolo(b, vbHistoryOp(b, data(b), n)) })
 		b.Run(fmt.Sprintf("op=history-%d/pair=raw-forward", n), func(b *testing.B) {
 			d := data(b)
-			vbPair(b, 32, false, vbRawForwardOp(b, d, n), vbHistoryOp(b, d, n))
+			vbPair(b, 32, false, vbRawScanOp(b, d, n, false), vbHistoryOp(b, d, n))
 		})
 		b.Run(fmt.Sprintf("op=history-%d/pair=asc-reverse", n), func(b *testing.B) {
 			d := data(b)
-			vbPair(b, 32, false, vbRawReverseOp(b, d, n), vbHistoryOp(b, d, n))
+			vbPair(b, 32, false, vbRawScanOp(b, d, n, true), vbHistoryOp(b, d, n))
 		})
 	}
 	for _, v := range []int{vbVersions, vbDeepVers} {
@@ -478,54 +478,33 @@ func vbHistoryIDs(d *vbData, n int) []string {
 	return ids
 }
 
-func vbRawForwardOp(b *testing.B, d *vbData, n int) func(int) {
+// vbRawScanOp reads the n newest versions of random documents with raw
+// Pebble: a forward scan of the tipkv layout, or a reverse scan (Last,
+// Prev) of the ascending layout.
+func vbRawScanOp(b *testing.B, d *vbData, n int, reverse bool) func(int) {
 	ids := vbHistoryIDs(d, n)
-	bounds := make([][2][]byte, len(ids))
+	db, bounds := d.raw, make([][2][]byte, len(ids))
 	for i, id := range ids {
 		p := vbPrefix(id)
 		bounds[i] = [2][]byte{p, codec.AppendDesc(bytes.Clone(p), 0)}
+		if reverse {
+			db, bounds[i][1] = d.asc, codec.PrefixEnd(p)
+		}
 	}
 	var out []byte
 	return func(i int) {
 		lo, hi := bounds[i%len(bounds)][0], bounds[i%len(bounds)][1]
-		it, err := d.raw.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
 			b.Fatal(err)
 		}
 		count := 0
-		for ok := it.SeekGE(lo); ok && count < n; ok = it.Next() {
-			v, _, _ := codec.DecodeDesc(it.Key()[len(lo):])
-			val, err := it.ValueAndErr()
-			if err != nil {
-				b.Fatal(err)
-			}
-			_ = codec.Raw{}.Decode(val, &out)
-			vbSink += v
-			count++
+		ok, step, decode := it.SeekGE(lo), it.Next, codec.DecodeDesc
+		if reverse {
+			ok, step, decode = it.Last(), it.Prev, codec.DecodeAsc
 		}
-		if err := it.Close(); err != nil || count != n {
-			b.Fatalf("read %d, %v", count, err)
-		}
-	}
-}
-
-func vbRawReverseOp(b *testing.B, d *vbData, n int) func(int) {
-	ids := vbHistoryIDs(d, n)
-	bounds := make([][2][]byte, len(ids))
-	for i, id := range ids {
-		p := vbPrefix(id)
-		bounds[i] = [2][]byte{p, codec.PrefixEnd(p)}
-	}
-	var out []byte
-	return func(i int) {
-		lo, hi := bounds[i%len(bounds)][0], bounds[i%len(bounds)][1]
-		it, err := d.asc.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-		if err != nil {
-			b.Fatal(err)
-		}
-		count := 0
-		for ok := it.Last(); ok && count < n; ok = it.Prev() {
-			v, _, _ := codec.DecodeAsc(it.Key()[len(lo):])
+		for ; ok && count < n; ok = step() {
+			v, _, _ := decode(it.Key()[len(lo):])
 			val, err := it.ValueAndErr()
 			if err != nil {
 				b.Fatal(err)
