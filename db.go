@@ -108,8 +108,8 @@ func open(dir string, fs vfs.FS, o Options) (*DB, error) {
 		ReadOnly:     o.ReadOnly,
 	})
 	if err != nil {
-		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "lock held") {
-			return nil, fmt.Errorf("tipkv: open %s: the store is in use by another process: %w", dir, err)
+		if isLockError(err) {
+			return nil, fmt.Errorf("%w: open %s: the store is already open, in another process or this one (%v)", ErrLocked, dir, err)
 		}
 		return nil, fmt.Errorf("tipkv: open %s: %w", dir, err)
 	}
@@ -119,6 +119,20 @@ func open(dir string, fs vfs.FS, o Options) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// isLockError reports whether Pebble failed to take the directory lock:
+// fcntl answers EAGAIN (or, as POSIX allows, EACCES) when another process
+// holds it, and Pebble says "lock held by current process" for this one.
+func isLockError(err error) bool {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return true
+	}
+	var pathErr *os.PathError
+	if errors.Is(err, syscall.EACCES) && !errors.As(err, &pathErr) {
+		return true
+	}
+	return strings.Contains(err.Error(), "lock held")
 }
 
 // prepareDir checks that dir is empty, missing or a tipkv store of a format

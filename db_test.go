@@ -199,3 +199,13 @@ func dirState(t *testing.T, dir string) map[string]string {
 	}
 	return out
 }
+
+func TestOpenTwiceIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	db, err := tipkv.Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = tipkv.Open(dir, nil)
+	require.ErrorIs(t, err, tipkv.ErrLocked)
+	require.ErrorContains(t, err, "already open")
+}

@@ -36,4 +36,8 @@ var (
 	// or holds a store of a newer format than this version reads. Open
 	// changes nothing in that case.
 	ErrFormat = errors.New("tipkv: unsupported store")
+
+	// ErrLocked is returned by Open when the store is already open, in
+	// another process or in this one: Pebble locks the directory.
+	ErrLocked = errors.New("tipkv: store is locked")
 )

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
-	"syscall"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
@@ -50,12 +48,8 @@ func openError(dir string, err error) string {
 }
 
 // isLocked reports whether Open failed because another process (or this
-// one) holds the store's directory lock. tipkv.Open says so in its message;
-// the errno is checked too in case that wording changes.
-func isLocked(err error) bool {
-	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) ||
-		strings.Contains(err.Error(), "in use by another process")
-}
+// one) holds the store's directory lock.
+func isLocked(err error) bool { return errors.Is(err, tipkv.ErrLocked) }
 
 // scan calls fn with every key and value in [lo, hi), in key order. The
 // slices are only valid during the call. fn may stop the scan by returning
