@@ -1,17 +1,17 @@
 package queue
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/queuefmt"
 )
 
 // Keys of one queue (see the package doc):
 //
 //	item         02 | name | asc(seq)   header + payload
-//	state        03 | name              stateFormat | uvarint head | uvarint tail
+//	state        03 | name              0x01 | uvarint head | uvarint tail
 //	dead letter  05 | name | asc(seq)   header + payload
 type keys struct {
 	itemPrefix []byte // 02 | name
@@ -56,21 +56,17 @@ func seqOf(prefix, key []byte) (int64, error) {
 	return seq, nil
 }
 
-// Value formats. The first byte is a tag, so a later format can be told
-// apart; a value with an unknown tag is corrupt to this version.
+// Value formats: see internal/queuefmt, which the command line tool reads
+// too. The queue keeps its own lower-case views of them.
 const (
-	itemFormat    = 0x01 // a message in the queue
-	deadFormat    = 0x02 // a message in the dead-letter queue
-	deadRawFormat = 0x03 // tag | the bytes of a queue item whose header was corrupt
-	stateFormat   = 0x01 // the queue-state key
+	itemFormat    = queuefmt.ItemFormat
+	deadFormat    = queuefmt.DeadFormat
+	deadRawFormat = queuefmt.DeadRawFormat
 )
 
-// header precedes the payload of items and dead letters:
-//
-//	tag | uvarint attempts | varint enqueued (Unix ns) | varint at (Unix ns) | payload
-//
-// attempts counts deliveries. at is, for an item, when it becomes visible
-// (0: at once) and, for a dead letter, when it was moved there.
+// header precedes the payload of items and dead letters. attempts counts
+// deliveries. at is, for an item, when it becomes visible (0: at once) and,
+// for a dead letter, when it was moved there (Unix ns).
 type header struct {
 	attempts int
 	enqueued int64
@@ -78,36 +74,14 @@ type header struct {
 }
 
 func appendHeader(dst []byte, tag byte, h header) []byte {
-	dst = append(dst, tag)
-	dst = binary.AppendUvarint(dst, uint64(h.attempts))
-	dst = binary.AppendVarint(dst, h.enqueued)
-	return binary.AppendVarint(dst, h.at)
+	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at})
 }
 
 // parseHeader splits a stored value into its header and payload. The
 // payload aliases v.
 func parseHeader(v []byte, tag byte) (header, []byte, error) {
-	var h header
-	if len(v) == 0 || v[0] != tag {
-		return h, nil, fmt.Errorf("%w: value does not start with tag 0x%02x", codec.ErrCorrupt, tag)
-	}
-	rest := v[1:]
-	a, n := binary.Uvarint(rest)
-	if n <= 0 || a > 1<<31 {
-		return h, nil, fmt.Errorf("%w: bad attempts count", codec.ErrCorrupt)
-	}
-	rest = rest[n:]
-	e, n := binary.Varint(rest)
-	if n <= 0 {
-		return h, nil, fmt.Errorf("%w: bad enqueue time", codec.ErrCorrupt)
-	}
-	rest = rest[n:]
-	at, n := binary.Varint(rest)
-	if n <= 0 {
-		return h, nil, fmt.Errorf("%w: bad time", codec.ErrCorrupt)
-	}
-	h.attempts, h.enqueued, h.at = int(a), e, at
-	return h, rest[n:], nil
+	h, rest, err := queuefmt.ParseHeader(v, tag)
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At}, rest, err
 }
 
 // state is what the queue-state key holds. Every sequence number below head
@@ -120,31 +94,16 @@ type state struct {
 }
 
 func appendState(dst []byte, s state) []byte {
-	dst = append(dst, stateFormat)
-	dst = binary.AppendUvarint(dst, uint64(s.head))
-	return binary.AppendUvarint(dst, uint64(s.tail))
+	return queuefmt.AppendState(dst, queuefmt.State{Head: s.head, Tail: s.tail})
 }
 
 func parseState(v []byte) (state, error) {
-	if len(v) == 0 || v[0] != stateFormat {
-		return state{}, fmt.Errorf("%w: queue state does not start with tag 0x%02x", codec.ErrCorrupt, stateFormat)
-	}
-	rest := v[1:]
-	h, n := binary.Uvarint(rest)
-	if n <= 0 || h > maxSeq {
-		return state{}, fmt.Errorf("%w: queue state: bad head", codec.ErrCorrupt)
-	}
-	rest = rest[n:]
-	t, n := binary.Uvarint(rest)
-	if n <= 0 || t > maxSeq || n != len(rest) {
-		return state{}, fmt.Errorf("%w: queue state: bad tail", codec.ErrCorrupt)
-	}
-	return state{head: int64(h), tail: int64(t)}, nil
+	s, err := queuefmt.ParseState(v)
+	return state{head: s.Head, tail: s.Tail}, err
 }
 
-// maxSeq bounds sequence numbers, far beyond any queue's life: a queue
-// that takes a billion messages a second runs 290 years.
-const maxSeq = 1 << 62
+// maxSeq bounds sequence numbers.
+const maxSeq = queuefmt.MaxSeq
 
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {

@@ -1,26 +1,14 @@
 package main
 
-import (
-	"encoding/binary"
-	"errors"
-	"fmt"
-)
+import "github.com/tipkv/tipkv/internal/queuefmt"
 
-// The queue package's value formats, read here so that dump and check can
-// show and verify queue keys without knowing their Go types. They mirror
-// queue/format.go (unexported there); TestQueueFormatMirror writes through
-// the queue package and reads back through these, so a drift fails a test.
-//
-//	item         02 | name | asc(seq)   0x01 | uvarint attempts | varint enqueued | varint at | payload
-//	dead letter  05 | name | asc(seq)   0x02 | the same
-//	                                    or 0x03 | the stored bytes of an item whose header was corrupt
-//	state        03 | name              0x01 | uvarint head | uvarint tail
+// The queue package's value formats (internal/queuefmt, shared with the
+// queue package), in the shapes dump, stats and check use.
 const (
-	queueItemTag    = 0x01
-	queueDeadTag    = 0x02
-	queueDeadRawTag = 0x03
-	queueStateTag   = 0x01
-	queueMaxSeq     = 1 << 62
+	queueItemTag    = queuefmt.ItemFormat
+	queueDeadTag    = queuefmt.DeadFormat
+	queueDeadRawTag = queuefmt.DeadRawFormat
+	queueStateTag   = queuefmt.StateFormat
 )
 
 // queueHeader is the header of an item or a dead letter. at is when an
@@ -32,27 +20,8 @@ type queueHeader struct {
 }
 
 func parseQueueValue(v []byte, tag byte) (queueHeader, []byte, error) {
-	var h queueHeader
-	if len(v) == 0 || v[0] != tag {
-		return h, nil, fmt.Errorf("does not start with tag 0x%02x", tag)
-	}
-	rest := v[1:]
-	a, n := binary.Uvarint(rest)
-	if n <= 0 || a > 1<<31 {
-		return h, nil, errors.New("bad attempts count")
-	}
-	rest = rest[n:]
-	e, n := binary.Varint(rest)
-	if n <= 0 {
-		return h, nil, errors.New("bad enqueue time")
-	}
-	rest = rest[n:]
-	at, n := binary.Varint(rest)
-	if n <= 0 {
-		return h, nil, errors.New("bad time")
-	}
-	h.attempts, h.enqueued, h.at = a, e, at
-	return h, rest[n:], nil
+	h, rest, err := queuefmt.ParseHeader(v, tag)
+	return queueHeader{attempts: uint64(h.Attempts), enqueued: h.Enqueued, at: h.At}, rest, err
 }
 
 // queueState is what a queue-state key holds: every sequence number below
@@ -62,18 +31,6 @@ type queueState struct {
 }
 
 func parseQueueState(v []byte) (queueState, error) {
-	if len(v) == 0 || v[0] != queueStateTag {
-		return queueState{}, fmt.Errorf("does not start with tag 0x%02x", queueStateTag)
-	}
-	rest := v[1:]
-	h, n := binary.Uvarint(rest)
-	if n <= 0 || h > queueMaxSeq {
-		return queueState{}, errors.New("bad head")
-	}
-	rest = rest[n:]
-	t, n := binary.Uvarint(rest)
-	if n <= 0 || t > queueMaxSeq || n != len(rest) {
-		return queueState{}, errors.New("bad tail")
-	}
-	return queueState{head: int64(h), tail: int64(t)}, nil
+	s, err := queuefmt.ParseState(v)
+	return queueState{head: s.Head, tail: s.Tail}, err
 }
