@@ -84,14 +84,24 @@ func vbValue(rng *rand.Rand) []byte {
 	return v
 }
 
+// The write benchmarks give both sides a 64 MiB memtable (and a cache four
+// times that), so that a run's writes fit in it: otherwise each flush of
+// random documents overlaps the whole compacted data set, and the
+// compaction stalls that follow land on either side at random (ratios
+// from 0.2 to 4.5 in one run on this machine).
+const (
+	vbWriteMemTable = 64 << 20
+	vbWriteCache    = 256 << 20
+)
+
 // vbPebbleOptions configures raw Pebble as pebblestore.Open configures it
 // (comparer, cache, memtable, bloom filters, format, values kept in place).
-func vbPebbleOptions() *pebble.Options {
-	cache := pebble.NewCache(128 << 20)
+func vbPebbleOptions(cacheSize int64, memTable uint64) *pebble.Options {
+	cache := pebble.NewCache(cacheSize)
 	opts := &pebble.Options{
 		Comparer:           pebblestore.Comparer,
 		Cache:              cache,
-		MemTableSize:       16 << 20,
+		MemTableSize:       memTable,
 		FormatMajorVersion: pebblestore.FormatMajorVersion,
 		Logger:             vbQuiet{},
 	}
@@ -106,8 +116,12 @@ func vbPebbleOptions() *pebble.Options {
 }
 
 func vbOpenPebble(b testing.TB, dir string) *pebble.DB {
+	return vbOpenPebbleSized(b, dir, 128<<20, 16<<20)
+}
+
+func vbOpenPebbleSized(b testing.TB, dir string, cacheSize int64, memTable uint64) *pebble.DB {
 	b.Helper()
-	opts := vbPebbleOptions()
+	opts := vbPebbleOptions(cacheSize, memTable)
 	defer opts.Cache.Unref()
 	db, err := pebble.Open(dir, opts)
 	require.NoError(b, err)
@@ -599,7 +613,7 @@ func vbRawScanAllOp(b *testing.B, d *vbData) func(int) {
 // docs documents) on a fresh copy of the data set: a Set, after a Get of
 // the latest key when withGet (the read a version number needs).
 func vbRawPutOp(b *testing.B, d *vbData, docs int, withGet bool) func(int) {
-	raw := vbOpenPebble(b, vbClone(b, d.pristine, b.TempDir()))
+	raw := vbOpenPebbleSized(b, vbClone(b, d.pristine, b.TempDir()), vbWriteCache, vbWriteMemTable)
 	b.Cleanup(func() { _ = raw.Close() })
 	picks := vbPicks(vbPicksN, docs)
 	prefixes := make([][]byte, docs)
@@ -631,7 +645,8 @@ func vbRawPutOp(b *testing.B, d *vbData, docs int, withGet bool) func(int) {
 // vbPutOp is Put (NoSync, one per Update) of random documents on a fresh
 // copy of the data set.
 func vbPutOp(b *testing.B, d *vbData, docs int) func(int) {
-	db, coll := vbOpenTipkv(b, vbClone(b, d.pristine, b.TempDir()), &tipkv.Options{NoSync: true})
+	db, coll := vbOpenTipkv(b, vbClone(b, d.pristine, b.TempDir()),
+		&tipkv.Options{NoSync: true, CacheSize: vbWriteCache, MemTableSize: vbWriteMemTable})
 	b.Cleanup(func() { _ = db.Close() })
 	picks := vbPicks(vbPicksN, docs)
 	latest := make([]int64, docs)
