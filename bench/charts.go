@@ -191,14 +191,14 @@ func placeLegend(p *plot.Plot) {
 func churnChart(r *queuesResult, out, name string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Disk use over %s enqueue/dequeue cycles", thousands(r.cycles))
-	p.X.Label.Text = "cycles (thousands)"
+	p.X.Label.Text = "enqueue/dequeue cycles"
 	p.Y.Label.Text = "MiB on disk"
 	p.X.Tick.Marker, p.Y.Tick.Marker = shortTicks{}, shortTicks{}
 	p.Y.Min = 0
 	for _, s := range r.systems {
 		var xys plotter.XYs
 		for _, pt := range r.churn[s] {
-			xys = append(xys, plotter.XY{X: pt.x / 1e3, Y: pt.y / (1 << 20)})
+			xys = append(xys, plotter.XY{X: pt.x, Y: pt.y / (1 << 20)})
 		}
 		if err := addLine(p, s, xys); err != nil {
 			return err
