@@ -100,7 +100,7 @@ func runQueues(cfg config, parent string) (*queuesResult, error) {
 	t.add("", "largest disk size during churn", "bytes", peakDisk)
 	t.notes = append(t.notes,
 		"tipkv dequeues with Pop (at most once, like goque's Dequeue); the naive queue seeks to <queue, 0> and deletes with point deletes. "+
-			fmt.Sprintf("A dequeue row is the mean of up to %d dequeues (at most %s) after that many items were consumed. ", cfg.DequeueOps, cfg.DequeueTime)+
+			fmt.Sprintf("A dequeue row is the median of up to 5 chunks of %d dequeues each (at most %s in all), after that many items were consumed. ", max(cfg.DequeueOps/5, 1), cfg.DequeueTime)+
 			"goque has no batch enqueue: its batches are that many Enqueue calls. "+
 			"In the churn test the naive queue finds its head from memory (same writes, same disk use; the seek cost is the dequeue rows), so it has no churn-cycle time. "+
 			"Writes are not synced in any system.")
@@ -143,16 +143,26 @@ func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error)
 			consumed = level
 			settleDown(cfg.Quiet)
 		}
-		t0, c0 := time.Now(), clock()
+		// Five chunks of dequeues, each timed on its own; the median chunk
+		// keeps a flush or a garbage collection that lands in one of them
+		// out of the figure.
+		chunk := max(cfg.DequeueOps/5, 1)
+		t0 := time.Now()
+		var chunks []float64
 		n := 0
-		for n < cfg.DequeueOps && (n < 3 || time.Since(t0) < cfg.DequeueTime) {
-			if _, err := q.dequeue(); err != nil {
-				return 0, nil, fmt.Errorf("dequeue after %d: %w", consumed, err)
+		for len(chunks) < 5 && (len(chunks) == 0 || time.Since(t0) < cfg.DequeueTime) {
+			c0, k := clock(), 0
+			for k < chunk && (k < 3 || time.Since(t0) < cfg.DequeueTime) {
+				if _, err := q.dequeue(); err != nil {
+					return 0, nil, fmt.Errorf("dequeue after %d: %w", consumed, err)
+				}
+				k++
 			}
-			n++
+			chunks = append(chunks, elapsed(c0, k))
+			n += k
 		}
-		ns := elapsed(c0, n)
-		progress("queues: %s: dequeue after %d consumed: %.1f µs (%d dequeues)", s.name, level, ns/1e3, n)
+		ns := median(chunks)
+		progress("queues: %s: dequeue after %d consumed: %.1f µs (%d dequeues, %d chunks)", s.name, level, ns/1e3, n, len(chunks))
 		points = append(points, point{float64(level), ns})
 		consumed += n
 	}
