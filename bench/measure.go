@@ -53,7 +53,7 @@ func (t *table) write(w io.Writer) {
 		}
 	}
 	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
-	fmt.Fprintf(w, "|%s\n", strings.Repeat(" ---: |", len(head)))
+	fmt.Fprintf(w, "| :--- |%s\n", strings.Repeat(" ---: |", len(head)-1))
 	for _, r := range t.rows {
 		cells := []string{r.label(), format(r.values[t.systems[0]], r.unit)}
 		base, okBase := r.values[t.systems[0]]
