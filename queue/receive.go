@@ -193,7 +193,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 	}
 	c.expire(now)
 	var out []*taken
-	var al allocator
+	al := allocator{want: limit}
 	fail := func(err error) ([]*taken, error) {
 		for _, t := range out {
 			c.setState(t.e, stReady, time.Time{})
@@ -446,16 +446,26 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 
 // allocator hands out takens, entries and value copies from chunks, so
 // that a Receive of n messages allocates a few times, not 3n times. A chunk
-// lives while anything in it does.
+// lives while anything in it does. The first chunks are sized for want
+// messages (a Pop(1) allocates one of each, not 32), later ones for 32.
 type allocator struct {
+	want    int
 	takens  []taken
 	entries []entry
 	bytes   []byte
 }
 
+// chunk is the number of items the next chunk holds.
+func (a *allocator) chunk(have int) int {
+	if have == 0 {
+		return min(max(a.want, 1), 32)
+	}
+	return 32
+}
+
 func (a *allocator) taken() *taken {
 	if len(a.takens) == cap(a.takens) {
-		a.takens = make([]taken, 0, 32)
+		a.takens = make([]taken, 0, a.chunk(cap(a.takens)))
 	}
 	a.takens = a.takens[:len(a.takens)+1]
 	return &a.takens[len(a.takens)-1]
@@ -463,7 +473,7 @@ func (a *allocator) taken() *taken {
 
 func (a *allocator) entry() *entry {
 	if len(a.entries) == cap(a.entries) {
-		a.entries = make([]entry, 0, 32)
+		a.entries = make([]entry, 0, a.chunk(cap(a.entries)))
 	}
 	a.entries = a.entries[:len(a.entries)+1]
 	return &a.entries[len(a.entries)-1]
@@ -473,7 +483,7 @@ func (a *allocator) entry() *entry {
 // length, so appending to it never writes into the chunk.
 func (a *allocator) clone(v []byte) []byte {
 	if cap(a.bytes)-len(a.bytes) < len(v) {
-		a.bytes = make([]byte, 0, max(len(v), 2*cap(a.bytes), 4096))
+		a.bytes = make([]byte, 0, max(len(v), 2*cap(a.bytes), min(len(v)*a.chunk(cap(a.bytes)), 4096)))
 	}
 	start := len(a.bytes)
 	a.bytes = append(a.bytes, v...)
