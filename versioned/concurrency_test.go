@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/versioned"
 )
 
 // 8 goroutines x 1,000 Puts of one document: exactly versions 1..8,000.
@@ -163,5 +164,34 @@ func TestUpdatesInOppositeOrdersDoNotDeadlock(t *testing.T) {
 		d, err := users.Latest(id)
 		require.NoError(t, err)
 		require.Equal(t, int64(1200), d.Version)
+	}
+}
+
+// With a latest-version cache far smaller than the documents written, Puts
+// of evicted documents read their latest version back from the store, and
+// versions stay dense.
+func TestSmallVersionCache(t *testing.T) {
+	defer versioned.SetCacheEntries(8)()
+	db, users := openUsers(t)
+	const docs, rounds = 50, 6
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				for i := range docs {
+					if _, err := users.Put(db, fmt.Sprint("d", i), user{Age: g*100 + r}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range docs {
+		hist := collect(t, users.History(fmt.Sprint("d", i), tipkv.Query{}))
+		require.Equal(t, seq(2*rounds, 1), versionsOf(hist))
 	}
 }

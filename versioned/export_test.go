@@ -51,3 +51,11 @@ func TraceDeleteRanges(f func(lo, hi []byte)) (restore func()) {
 	traceDeleteRange = f
 	return func() { traceDeleteRange = nil }
 }
+
+// SetCacheEntries bounds the latest-version cache of the DBs whose first
+// handle is made afterwards, until the returned function is called.
+func SetCacheEntries(n int) (restore func()) {
+	old := cacheEntries
+	cacheEntries = n
+	return func() { cacheEntries = old }
+}

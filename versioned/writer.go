@@ -42,8 +42,9 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 	return reg.Get(writerKey{}, func() any { return &writer{cache: newVersionCache(cacheEntries)} }).(*writer), nil
 }
 
-// cacheEntries bounds the latest-version cache: about 100 bytes each.
-const cacheEntries = 1 << 16
+// cacheEntries bounds the latest-version cache of a DB opened afterwards:
+// about 100 bytes each. A variable for tests only.
+var cacheEntries = 1 << 16
 
 // versionCache maps a document's key prefix to its latest version. It keeps
 // two generations of at most max/2 entries each: when the current one is
