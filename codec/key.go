@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // ErrCorrupt is returned by every decoder when its input is not a valid
@@ -68,7 +69,7 @@ func AppendBytes(dst, b []byte) []byte {
 // encodes exactly as AppendBytes([]byte(s)).
 func AppendString(dst []byte, s string) []byte {
 	for {
-		i := indexZero(s)
+		i := strings.IndexByte(s, escByte)
 		if i < 0 {
 			break
 		}
@@ -78,15 +79,6 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s...)
 	return append(dst, escByte, escTerm)
-}
-
-func indexZero(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return i
-		}
-	}
-	return -1
 }
 
 // AppendAsc appends asc(n): n in 8 bytes, ascending order.
