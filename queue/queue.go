@@ -16,7 +16,7 @@ import (
 // matches tipkv.ErrInvalid, and nothing is written.
 const (
 	// MaxNameSize is the longest queue name, in bytes.
-	MaxNameSize = 1024
+	MaxNameSize = 256 // as for collections and streams
 	// MaxValueSize is the largest encoded message value, in bytes.
 	MaxValueSize = 1 << 20
 )
