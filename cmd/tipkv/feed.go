@@ -57,11 +57,6 @@ func parseSince(s string, now time.Time) (int64, error) {
 	return 0, fmt.Errorf("%q is neither an RFC 3339 time, a duration nor a position in Unix nanoseconds", s)
 }
 
-type feedEntry struct {
-	pos   int64
-	value decoded
-}
-
 func feed(c *ctx, dir, stream string, n int, since int64) int {
 	s, code := c.openStore(dir, false)
 	if s == nil {
@@ -69,44 +64,24 @@ func feed(c *ctx, dir, stream string, n int, since int64) int {
 	}
 	defer s.close()
 
-	prefix := segPrefix(codec.FamilyFeed, stream)
-	end := codec.PrefixEnd(prefix)
-	newest, found, err := s.firstNumber(prefix, end, true)
+	entries, newest, found, err := s.readNewest(segPrefix(codec.FamilyFeed, stream), nil, n, since)
 	if err != nil {
 		return c.failf(exitFail, "%v", err)
 	}
 	if !found {
 		return c.failf(exitFail, "stream %q has no events", stream)
 	}
-	var entries []feedEntry
-	err = s.scan(prefix, end, func(k, v []byte) error {
-		if n > 0 && len(entries) == n {
-			return errStop
-		}
-		pos, _, err := codec.DecodeDesc(k[len(prefix):])
-		if err != nil {
-			return err
-		}
-		if pos < since {
-			return errStop
-		}
-		entries = append(entries, feedEntry{pos, decode(v)})
-		return nil
-	})
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
 
 	if c.json {
 		list := []any{}
 		for _, e := range entries {
-			list = append(list, append(object{{"position", e.pos}, {"time", positionTime(e.pos)}}, e.value.fields()...))
+			list = append(list, append(object{{"position", e.n}, {"time", positionTime(e.n)}}, e.value.fields()...))
 		}
 		err = writeJSON(c.stdout, object{{"stream", stream}, {"newest", newest}, {"events", list}})
 	} else {
 		t := newTable(c.stdout, "POSITION", "TIME", "VALUE")
 		for _, e := range entries {
-			t.row(e.pos, positionTime(e.pos), e.value.cell())
+			t.row(e.n, positionTime(e.n), e.value.cell())
 		}
 		err = t.flush()
 	}

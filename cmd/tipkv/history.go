@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/tipkv/tipkv/codec"
@@ -35,9 +36,11 @@ deleted); an --as-of older than every kept version shows nothing and exits 0.`,
 	},
 }
 
-type historyEntry struct {
-	version int64
-	value   decoded
+// numbered is one entry of a newest-first family (a version or an event):
+// its number and its decoded value.
+type numbered struct {
+	n     int64
+	value decoded
 }
 
 func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
@@ -48,38 +51,22 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	defer s.close()
 
 	prefix := segPrefix(codec.FamilyVersions, coll, id)
-	end := codec.PrefixEnd(prefix)
-	latest, found, err := s.firstNumber(prefix, end, true)
+	var from []byte
+	if asOf.set {
+		from = codec.AppendDesc(append([]byte(nil), prefix...), asOf.v)
+	}
+	entries, latest, found, err := s.readNewest(prefix, from, n, math.MinInt64)
 	if err != nil {
 		return c.failf(exitFail, "%v", err)
 	}
 	if !found {
 		return c.failf(exitFail, "collection %q has no document %q", coll, id)
 	}
-	lo := prefix
-	if asOf.set {
-		lo = codec.AppendDesc(append([]byte(nil), prefix...), asOf.v)
-	}
-	var entries []historyEntry
-	err = s.scan(lo, end, func(k, v []byte) error {
-		if n > 0 && len(entries) == n {
-			return errStop
-		}
-		ver, _, err := codec.DecodeDesc(k[len(prefix):])
-		if err != nil {
-			return err
-		}
-		entries = append(entries, historyEntry{ver, decode(v)})
-		return nil
-	})
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
 
 	if c.json {
 		list := []any{}
 		for _, e := range entries {
-			list = append(list, append(object{{"version", e.version}}, e.value.fields()...))
+			list = append(list, append(object{{"version", e.n}}, e.value.fields()...))
 		}
 		err = writeJSON(c.stdout, object{
 			{"collection", coll}, {"id", id}, {"latest", latest}, {"versions", list},
@@ -87,7 +74,7 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	} else {
 		t := newTable(c.stdout, "VERSION", "VALUE")
 		for _, e := range entries {
-			t.row(e.version, e.value.cell())
+			t.row(e.n, e.value.cell())
 		}
 		err = t.flush()
 	}
@@ -97,23 +84,48 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	return exitOK
 }
 
-// firstNumber returns the number of the first key in [lo, hi): the newest
-// for a newest-first family. Keys must be lo's prefix and a number.
-func (s *store) firstNumber(lo, hi []byte, desc bool) (n int64, found bool, err error) {
-	err = s.scan(lo, hi, func(k, _ []byte) error {
-		var derr error
-		if desc {
-			n, _, derr = codec.DecodeDesc(k[len(lo):])
-		} else {
-			n, _, derr = codec.DecodeAsc(k[len(lo):])
+// readNewest reads the keys under prefix of a newest-first family: up to
+// limit entries (0: all), starting at from (nil: the newest) and stopping
+// before the first number below min. It also returns the newest number
+// under prefix; found is false when there is none.
+func (s *store) readNewest(prefix, from []byte, limit int, min int64) (entries []numbered, newest int64, found bool, err error) {
+	end := codec.PrefixEnd(prefix)
+	number := func(k []byte) (int64, error) {
+		n, _, err := codec.DecodeDesc(k[len(prefix):])
+		if err != nil {
+			return 0, fmt.Errorf("key %x: %w", k, err)
 		}
-		if derr != nil {
-			return fmt.Errorf("key %x: %w", k, derr)
+		return n, nil
+	}
+	err = s.scan(prefix, end, func(k, _ []byte) error {
+		newest, err = number(k)
+		found = err == nil
+		if err != nil {
+			return err
 		}
-		found = true
 		return errStop
 	})
-	return n, found, err
+	if err != nil || !found {
+		return nil, 0, found, err
+	}
+	if from == nil {
+		from = prefix
+	}
+	err = s.scan(from, end, func(k, v []byte) error {
+		if limit > 0 && len(entries) == limit {
+			return errStop
+		}
+		n, err := number(k)
+		if err != nil {
+			return err
+		}
+		if n < min {
+			return errStop
+		}
+		entries = append(entries, numbered{n, decode(v)})
+		return nil
+	})
+	return entries, newest, found, err
 }
 
 // optionalInt is an int64 flag that knows whether it was given.
