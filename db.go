@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tipkv/tipkv/codec"
@@ -52,6 +53,11 @@ type Options struct {
 	// MemTableSize is the size of one memtable in bytes. The default is
 	// 16 MiB.
 	MemTableSize uint64
+
+	// Clock is where every package of tipkv reads the time: lease ends,
+	// delays, dead-letter times, feed positions, retention. Tests inject
+	// one to drive time without sleeping. The default is time.Now.
+	Clock func() time.Time
 }
 
 func (o *Options) withDefaults() Options {
@@ -64,6 +70,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.MemTableSize == 0 {
 		out.MemTableSize = 16 << 20
+	}
+	if out.Clock == nil {
+		out.Clock = time.Now
 	}
 	return out
 }
@@ -288,4 +297,11 @@ func init() {
 		return &d.services, nil
 	}
 	link.Write = write
+	link.Clock = func(db any) (func() time.Time, error) {
+		d, ok := db.(*DB)
+		if !ok || d == nil {
+			return nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
+		}
+		return d.opts.Clock, nil
+	}
 }

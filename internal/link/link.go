@@ -3,7 +3,11 @@
 // package sets these functions in its init; versioned/ and queue/ call them.
 package link
 
-import "github.com/tipkv/tipkv/internal/storage"
+import (
+	"time"
+
+	"github.com/tipkv/tipkv/internal/storage"
+)
 
 var (
 	// Store returns the storage of a *tipkv.DB.
@@ -15,4 +19,6 @@ var (
 	// state (version caches, queue watermarks) shared by every handle of
 	// one DB.
 	Services func(db any) (*Registry, error)
+	// Clock returns the clock of a *tipkv.DB (Options.Clock).
+	Clock func(db any) (func() time.Time, error)
 )

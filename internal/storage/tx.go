@@ -11,11 +11,18 @@ type Tx struct {
 	// a Tx of another store.
 	Owner any
 
+	prepare   []func() error
 	applied   []func()
 	committed []func()
 	aborted   []func()
 	state     map[any]any
 }
+
+// OnPrepare registers f to run after the writes are all in the batch and
+// just before it is applied: f may add writes that must be computed as
+// late as possible (a value that depends on what committed meanwhile). If
+// f fails, the Tx aborts with f's error. Hooks run in registration order.
+func (t *Tx) OnPrepare(f func() error) { t.prepare = append(t.prepare, f) }
 
 // OnApplied registers f to run once the batch is visible to readers, before
 // the durability wait. Hooks run in registration order.
@@ -43,7 +50,8 @@ func (t *Tx) State(key any, init func() any) any {
 	return v
 }
 
-// Commit applies the batch and runs the hooks: OnApplied hooks after Apply,
+// Commit runs the OnPrepare hooks, applies the batch and runs the other
+// hooks: OnApplied hooks after Apply,
 // OnCommit hooks after Wait, OnAbort hooks if Apply fails.
 //
 // If Wait fails (the WAL sync failed: Pebble then refuses further writes)
@@ -52,6 +60,12 @@ func (t *Tx) State(key any, init func() any) any {
 // visibility watermark stays below the write, so no consumer acts on a
 // message a crash could still erase; a restart settles what survived.
 func (t *Tx) Commit(sync bool) error {
+	for _, f := range t.prepare {
+		if err := f(); err != nil {
+			t.Abort()
+			return err
+		}
+	}
 	if err := t.Batch.Apply(sync); err != nil {
 		t.Abort()
 		return err
