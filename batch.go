@@ -1,7 +1,10 @@
 package tipkv
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/tipkv/tipkv/internal/storage"
 )
@@ -35,11 +38,52 @@ type Batch struct {
 //
 // Writes are synced unless the DB was opened with NoSync. Readers never see
 // a batch in part. Inside fn, pass the Batch, not the DB, to the packages'
-// write calls: a write made on the DB inside fn commits on its own.
-func (db *DB) Update(fn func(*Batch) error) (err error) {
+// write calls: a write on the DB would commit on its own, outside the
+// batch, and one that needs a document the Update holds fails with
+// ErrInvalid rather than wait for the Update that is waiting for it.
+//
+// On Pebble, fn runs once. On a shared engine (etcd, SQL), the batch
+// carries conditions on what fn read; if another process changed it before
+// the commit, Update runs fn again with a new Batch, at most
+// Options.MaxRetries more times with a growing pause, and then fails with
+// an error that matches ErrConflict. Keep fn free of side effects other
+// than its writes, or make them idempotent. A commit whose outcome is
+// unknown (the connection broke after the request was sent) is never run
+// again: its error matches ErrUnknownOutcome.
+func (db *DB) Update(fn func(*Batch) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: update: nil function", ErrInvalid)
+	}
+	return db.commit(fn, true)
+}
+
+// commit runs fn in a new Tx and commits it, again after a failed
+// condition. user says whether fn is the caller's (an Update) or a single
+// write of a package.
+func (db *DB) commit(fn func(*Batch) error, user bool) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
 	}
+	for attempt := 0; ; attempt++ {
+		err := db.try(fn, user)
+		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+			return err
+		}
+		if db.opts.MaxRetries < 0 || attempt >= db.opts.MaxRetries {
+			return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, attempt+1, err)
+		}
+		time.Sleep(backoff(attempt))
+	}
+}
+
+// backoff is the pause before attempt+1: 1 ms doubling to 256 ms, with
+// jitter, so that writers that collided spread out.
+func backoff(attempt int) time.Duration {
+	d := time.Millisecond << min(attempt, 8)
+	return d/2 + rand.N(d)
+}
+
+func (db *DB) try(fn func(*Batch) error, user bool) (err error) {
 	b := &Batch{db: db}
 	b.tx.Batch = db.store.NewBatch()
 	b.tx.Owner = db
@@ -51,7 +95,12 @@ func (db *DB) Update(fn func(*Batch) error) (err error) {
 			b.tx.Abort()
 		}
 	}()
-	if err := fn(b); err != nil {
+	if user {
+		err = db.runUpdateFn(fn, b)
+	} else {
+		err = fn(b)
+	}
+	if err != nil {
 		return err
 	}
 	b.done = true
@@ -59,8 +108,21 @@ func (db *DB) Update(fn func(*Batch) error) (err error) {
 	return b.tx.Commit(!db.opts.NoSync)
 }
 
+// runUpdateFn calls the function of a DB.Update. It is a frame of its own,
+// never inlined, so that a package that finds a document held by a running
+// Update can tell from its own stack whether it runs inside such a
+// function (a write on the DB inside an Update) and fail instead of
+// waiting for ever.
+//
+//go:noinline
+func (db *DB) runUpdateFn(fn func(*Batch) error, b *Batch) error {
+	b.tx.SetRunning(true)
+	defer b.tx.SetRunning(false)
+	return fn(b)
+}
+
 // write runs f with the Tx of w. A *DB gets a Tx of its own, committed when
-// f returns nil.
+// f returns nil (and run again after a failed condition).
 func write(w any, f func(*storage.Tx) error) error {
 	switch w := w.(type) {
 	case *Batch:
@@ -75,7 +137,7 @@ func write(w any, f func(*storage.Tx) error) error {
 		if w == nil {
 			return fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
 		}
-		return w.Update(func(b *Batch) error { return f(&b.tx) })
+		return w.commit(func(b *Batch) error { return f(&b.tx) }, false)
 	}
 	return fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", ErrInvalid, w)
 }

@@ -19,12 +19,20 @@ import (
 )
 
 // FormatVersion is the store format this version of tipkv writes and reads.
-// Open refuses a store of a newer format.
-const FormatVersion = 1
+// Open refuses a store of a newer format, and upgrades an older one when it
+// opens it for writing (see the package doc, Stability).
+//
+// Format 2 adds document delete markers (a deleted document's versions are
+// never reused) and records how the default value codec names struct
+// fields; format 1 stores are upgraded in place, keeping Go field names.
+const FormatVersion = 2
 
 // markerFile names the file that marks a directory as a tipkv store. It is
 // written before Pebble creates anything, so Open can refuse a directory
 // that is not a tipkv store, or is of a newer format, without changing it.
+// It says "creating" until the store's format key is durable, so that a
+// store that later loses its files is told apart from one that was never
+// finished.
 const markerFile = "TIPKV"
 
 // Options configure a DB. A nil *Options is valid and means the defaults.
@@ -58,7 +66,17 @@ type Options struct {
 	// delays, dead-letter times, feed positions, retention. Tests inject
 	// one to drive time without sleeping. The default is time.Now.
 	Clock func() time.Time
+
+	// MaxRetries is how many times DB.Update runs its function again after
+	// a commit-time condition failed, on a shared engine (etcd, SQL) where
+	// another process wrote what the function read. Negative: never. On
+	// Pebble no condition is ever sent and the function runs once. The
+	// default is DefaultMaxRetries.
+	MaxRetries int
 }
+
+// DefaultMaxRetries is Options.MaxRetries when it is zero.
+const DefaultMaxRetries = 10
 
 func (o *Options) withDefaults() Options {
 	var out Options
@@ -74,6 +92,9 @@ func (o *Options) withDefaults() Options {
 	if out.Clock == nil {
 		out.Clock = time.Now
 	}
+	if out.MaxRetries == 0 {
+		out.MaxRetries = DefaultMaxRetries
+	}
 	return out
 }
 
@@ -82,7 +103,9 @@ func (o *Options) withDefaults() Options {
 type DB struct {
 	dir      string
 	opts     Options
-	store    *pebblestore.Store
+	store    storage.Store
+	caps     storage.Caps
+	legacy   bool // values use Go field names (a store created at format 1)
 	services link.Registry
 }
 
@@ -90,7 +113,9 @@ type DB struct {
 //
 // A directory that holds anything but a tipkv store, or a store of a newer
 // format, is refused with ErrFormat and left as it was. A store already
-// open in another process is refused with an error that says so.
+// open, in another process or this one, is refused with ErrLocked. A store
+// whose files were lost (its marker says it was created, but Pebble's files
+// or its data are gone) is refused with ErrCorrupt.
 func Open(dir string, opts *Options) (*DB, error) {
 	o := opts.withDefaults()
 	fs := vfs.Default
@@ -107,7 +132,11 @@ func open(dir string, fs vfs.FS, o Options) (*DB, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("%w: open: empty directory name", ErrInvalid)
 	}
-	if err := prepareDir(fs, dir, o.ReadOnly); err != nil {
+	if o.MemTableSize < pebblestore.MinMemTableSize {
+		return nil, fmt.Errorf("%w: open %s: MemTableSize %d is under the minimum of %d bytes", ErrInvalid, dir, o.MemTableSize, pebblestore.MinMemTableSize)
+	}
+	m, err := prepareDir(fs, dir, o.ReadOnly)
+	if err != nil {
 		return nil, err
 	}
 	ps, err := pebblestore.Open(dir, pebblestore.Config{
@@ -122,9 +151,26 @@ func open(dir string, fs vfs.FS, o Options) (*DB, error) {
 		}
 		return nil, fmt.Errorf("tipkv: open %s: %w", dir, err)
 	}
-	db := &DB{dir: dir, opts: o, store: ps}
-	if err := db.checkFormatKey(); err != nil {
+	db, err := newDB(ps, dir, o, m)
+	if err != nil {
 		_ = ps.Close()
+		return nil, err
+	}
+	if m.creating && !o.ReadOnly {
+		if err := writeMarker(fs, dir, false); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	return db, nil
+}
+
+// newDB wraps an open store: it checks (and on a new store writes, on an
+// older one upgrades) the format key. m describes the directory's marker
+// file; engines without a directory pass the zero marker.
+func newDB(s storage.Store, name string, o Options, m marker) (*DB, error) {
+	db := &DB{dir: name, opts: o, store: s, caps: s.Caps()}
+	if err := db.checkFormat(m); err != nil {
 		return nil, err
 	}
 	return db, nil
@@ -144,67 +190,108 @@ func isLockError(err error) bool {
 	return strings.Contains(err.Error(), "lock held")
 }
 
+// marker is what a directory's marker file says.
+type marker struct {
+	exists   bool // the directory held a store before this Open
+	format   int
+	creating bool // the store was never finished (or is new)
+}
+
 // prepareDir checks that dir is empty, missing or a tipkv store of a format
-// this version reads, and marks a new store.
-func prepareDir(fs vfs.FS, dir string, readOnly bool) error {
+// this version reads, and marks a new store as being created. A store whose
+// marker says it was created but whose Pebble manifest is gone lost its
+// files: it is refused before Pebble can start an empty store in its place.
+func prepareDir(fs vfs.FS, dir string, readOnly bool) (marker, error) {
 	names, err := fs.List(dir)
 	if err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("tipkv: open %s: %w", dir, err)
+		return marker{}, fmt.Errorf("tipkv: open %s: %w", dir, err)
 	}
 	if len(names) == 0 {
 		if readOnly {
-			return fmt.Errorf("tipkv: open %s read-only: %w", dir, ErrNotFound)
+			return marker{}, fmt.Errorf("tipkv: open %s read-only: %w", dir, ErrNotFound)
 		}
-		return writeMarker(fs, dir)
+		return marker{format: FormatVersion, creating: true}, writeMarker(fs, dir, true)
 	}
 	f, err := fs.Open(fs.PathJoin(dir, markerFile))
 	if err != nil {
-		return fmt.Errorf("%w: %s is not a tipkv store (it holds files but no %s file)", ErrFormat, dir, markerFile)
+		return marker{}, fmt.Errorf("%w: %s is not a tipkv store (it holds files but no %s file)", ErrFormat, dir, markerFile)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, 256))
 	if err != nil {
-		return fmt.Errorf("tipkv: open %s: %w", dir, err)
+		return marker{}, fmt.Errorf("tipkv: open %s: %w", dir, err)
 	}
-	v, err := parseMarker(data)
+	v, creating, err := parseMarker(data)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrFormat, filepath.Join(dir, markerFile), err)
+		return marker{}, fmt.Errorf("%w: %s: %v", ErrFormat, filepath.Join(dir, markerFile), err)
 	}
 	if v > FormatVersion {
-		return fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, dir, v, FormatVersion)
+		return marker{}, fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, dir, v, FormatVersion)
 	}
-	return nil
+	m := marker{exists: true, format: v, creating: creating}
+	if !creating && !hasManifest(names) {
+		return marker{}, fmt.Errorf("%w: %s has lost its files: its %s file says a store was created there, but Pebble's manifest is gone (restore it from a backup)", ErrCorrupt, dir, markerFile)
+	}
+	return m, nil
 }
 
-const markerPrefix = "tipkv store format "
+func hasManifest(names []string) bool {
+	for _, n := range names {
+		if strings.HasPrefix(n, "MANIFEST-") {
+			return true
+		}
+	}
+	return false
+}
 
-func parseMarker(data []byte) (int, error) {
+const (
+	markerPrefix   = "tipkv store format "
+	markerCreating = " creating"
+)
+
+// parseMarker reads a marker file: "tipkv store format N", followed by
+// " creating" while the store is being created.
+func parseMarker(data []byte) (v int, creating bool, err error) {
 	s := strings.TrimSpace(string(data))
 	if !strings.HasPrefix(s, markerPrefix) {
-		return 0, fmt.Errorf("not a tipkv marker")
+		return 0, false, fmt.Errorf("not a tipkv marker")
 	}
-	v, err := strconv.Atoi(strings.TrimPrefix(s, markerPrefix))
+	s = strings.TrimPrefix(s, markerPrefix)
+	if strings.HasSuffix(s, markerCreating) {
+		s, creating = strings.TrimSuffix(s, markerCreating), true
+	}
+	v, err = strconv.Atoi(s)
 	if err != nil || v < 1 {
-		return 0, fmt.Errorf("bad format number %q", strings.TrimPrefix(s, markerPrefix))
+		return 0, false, fmt.Errorf("bad format number %q", s)
 	}
-	return v, nil
+	return v, creating, nil
 }
 
-func writeMarker(fs vfs.FS, dir string) error {
+// writeMarker writes the marker file of format FormatVersion, atomically
+// (a temporary file renamed over it) and durably.
+func writeMarker(fs vfs.FS, dir string, creating bool) error {
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("tipkv: create %s: %w", dir, err)
 	}
 	path := fs.PathJoin(dir, markerFile)
-	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	tmp := path + ".tmp"
+	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return fmt.Errorf("tipkv: create %s: %w", path, err)
 	}
-	_, err = fmt.Fprintf(f, "%s%d\n", markerPrefix, FormatVersion)
+	suffix := ""
+	if creating {
+		suffix = markerCreating
+	}
+	_, err = fmt.Fprintf(f, "%s%d%s\n", markerPrefix, FormatVersion, suffix)
 	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = fs.Rename(tmp, path)
 	}
 	if err == nil {
 		var d vfs.File
@@ -214,31 +301,40 @@ func writeMarker(fs vfs.FS, dir string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("tipkv: create %s: %w", path, err)
+		return fmt.Errorf("tipkv: write %s: %w", path, err)
 	}
 	return nil
 }
 
-var formatKey = codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), "format")
+// Keys of the meta family (0x00).
+var (
+	formatKey = metaKey("format")
+	// namesKey records how the default value codec names struct fields:
+	// "json" (msgpack tags, then json tags, then Go names: stores created
+	// at format 2) or "go" (Go field names: stores created at format 1).
+	namesKey = metaKey("value-names")
+)
 
-// checkFormatKey records the format inside the key space too (a distributed
-// engine has no directory to put a marker file in) and checks it.
-func (db *DB) checkFormatKey() error {
+func metaKey(name string) []byte {
+	return codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), name)
+}
+
+// checkFormat records the format inside the key space too (a shared engine
+// has no directory to put a marker file in) and checks it: a newer format
+// is refused, an older one upgraded when the DB may write, and a store
+// whose marker says it was created but whose format key is gone has lost
+// its data.
+func (db *DB) checkFormat(m marker) error {
 	v, err := db.store.Get(formatKey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
+		if m.exists && !m.creating {
+			return fmt.Errorf("%w: %s has lost its data: its %s file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.dir, markerFile)
+		}
 		if db.opts.ReadOnly {
 			return nil
 		}
-		b := db.store.NewBatch()
-		defer b.Close()
-		if err := b.Set(formatKey, []byte(strconv.Itoa(FormatVersion))); err != nil {
-			return err
-		}
-		if err := b.Apply(true); err != nil {
-			return err
-		}
-		return b.Wait()
+		return db.writeFormat("json")
 	case err != nil:
 		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
 	}
@@ -249,59 +345,149 @@ func (db *DB) checkFormatKey() error {
 	if n > FormatVersion {
 		return fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, db.dir, n, FormatVersion)
 	}
+	names, err := db.store.Get(namesKey)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		names = []byte("go") // format 1
+	case err != nil:
+		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
+	}
+	db.legacy = string(names) == "go"
+	if n < FormatVersion && !db.opts.ReadOnly {
+		return db.writeFormat(string(names))
+	}
 	return nil
 }
 
-// Close waits for reads and writes in flight, wakes every goroutine blocked
-// in a queue's Wait (they return ErrClosed), and closes the store. Later
-// calls on the DB or its handles return ErrClosed, and so does a second
-// Close.
+// writeFormat writes the current format and the value naming, in one
+// synced batch.
+func (db *DB) writeFormat(names string) error {
+	db.legacy = names == "go"
+	b := db.store.NewBatch()
+	defer b.Close()
+	if err := b.Set(formatKey, []byte(strconv.Itoa(FormatVersion))); err != nil {
+		return err
+	}
+	if err := b.Set(namesKey, []byte(names)); err != nil {
+		return err
+	}
+	if err := b.Apply(true); err != nil {
+		return fmt.Errorf("tipkv: open %s: write the format: %w", db.dir, err)
+	}
+	if err := b.Wait(); err != nil {
+		return fmt.Errorf("tipkv: open %s: write the format: %w", db.dir, err)
+	}
+	return nil
+}
+
+// Close waits for reads and commits in flight, wakes every goroutine
+// blocked in a queue's Wait or on a document another Update holds (they
+// return ErrClosed), and closes the store. An Update whose function is
+// still running fails with ErrClosed when it commits; an iteration still
+// open (a History loop, say, even the one calling Close) ends with
+// ErrClosed at its next step. Later calls on the DB or its handles return
+// ErrClosed, and so does a second Close.
 func (db *DB) Close() error {
 	db.services.Close()
 	return db.store.Close()
 }
 
-// Dir returns the directory the DB was opened in.
+// Dir returns the directory the DB was opened in (for a shared engine, the
+// name it was opened with).
 func (db *DB) Dir() string { return db.dir }
+
+// admin returns the store's maintenance interface, or an error.
+func (db *DB) admin() (storage.Admin, error) {
+	a, ok := db.store.(storage.Admin)
+	if !ok {
+		return nil, fmt.Errorf("%w: this storage engine has no maintenance calls", ErrInvalid)
+	}
+	return a, nil
+}
 
 // Flush writes the in-memory tables to disk. Writes are durable without it
 // (through the write-ahead log); it is for benchmarks and tools.
-func (db *DB) Flush() error { return db.store.Flush() }
+func (db *DB) Flush() error {
+	a, err := db.admin()
+	if err != nil {
+		return err
+	}
+	return a.Flush()
+}
 
 // Compact compacts the whole store, dropping deleted data and reclaiming
 // disk space. It can take long on a large store.
 func (db *DB) Compact() error {
-	return db.store.Compact([]byte{0x00}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	a, err := db.admin()
+	if err != nil {
+		return err
+	}
+	return a.Compact([]byte{0x00}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 }
 
-// DiskUsage returns the store's size on disk in bytes.
-func (db *DB) DiskUsage() uint64 { return db.store.DiskUsage() }
+// DiskUsage returns the store's size on disk in bytes, 0 if the engine does
+// not say (or the DB is closed).
+func (db *DB) DiskUsage() uint64 {
+	a, err := db.admin()
+	if err != nil {
+		return 0
+	}
+	n, _ := a.DiskUsage()
+	return n
+}
 
 // Metrics returns a human-readable description of the storage engine's
 // state: levels, files, tombstones, caches.
-func (db *DB) Metrics() string { return db.store.Metrics() }
+func (db *DB) Metrics() string {
+	a, err := db.admin()
+	if err != nil {
+		return ""
+	}
+	m, _ := a.Metrics()
+	return m
+}
+
+func dbOf(db any) (*DB, error) {
+	d, ok := db.(*DB)
+	if !ok || d == nil {
+		return nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
+	}
+	return d, nil
+}
 
 func init() {
 	link.Store = func(db any) (storage.Store, error) {
-		d, ok := db.(*DB)
-		if !ok || d == nil {
-			return nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
+		d, err := dbOf(db)
+		if err != nil {
+			return nil, err
 		}
 		return d.store, nil
 	}
 	link.Services = func(db any) (*link.Registry, error) {
-		d, ok := db.(*DB)
-		if !ok || d == nil {
-			return nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
+		d, err := dbOf(db)
+		if err != nil {
+			return nil, err
 		}
 		return &d.services, nil
 	}
 	link.Write = write
 	link.Clock = func(db any) (func() time.Time, error) {
-		d, ok := db.(*DB)
-		if !ok || d == nil {
-			return nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
+		d, err := dbOf(db)
+		if err != nil {
+			return nil, err
 		}
 		return d.opts.Clock, nil
+	}
+	link.LegacyNames = func(db any) bool {
+		d, err := dbOf(db)
+		return err == nil && d.legacy
+	}
+	link.NewDB = func(s storage.Store, name string, opts any) (any, error) {
+		o, _ := opts.(*Options)
+		db, err := newDB(s, name, o.withDefaults(), marker{})
+		if err != nil {
+			return nil, err
+		}
+		return db, nil
 	}
 }

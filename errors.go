@@ -15,8 +15,21 @@ var (
 	ErrNotFound = storage.ErrNotFound
 
 	// ErrConflict is returned by conditional writes (PutIf) when the current
-	// state is not the one the caller expected.
+	// state is not the one the caller expected, and by DB.Update on a shared
+	// engine when its conditions kept failing after every retry.
 	ErrConflict = errors.New("tipkv: conflict")
+
+	// ErrConditionFailed is what a commit-time condition that did not hold
+	// returns on a shared engine: another process changed what the Update
+	// read. DB.Update retries it; after its last try the error matches
+	// ErrConflict too.
+	ErrConditionFailed = storage.ErrConditionFailed
+
+	// ErrUnknownOutcome is returned when a commit was sent to a shared
+	// engine and no answer came back (a deadline, a broken connection): it
+	// may or may not have been applied. It is never retried; read back, or
+	// write with an idempotency key, to find out.
+	ErrUnknownOutcome = storage.ErrUnknownOutcome
 
 	// ErrClosed is returned by every call on a DB after Close has begun, and
 	// by calls on handles of a closed DB.
@@ -30,7 +43,7 @@ var (
 	// ErrInvalid is returned for bad input: an empty id or name, an id or
 	// value over its limit, a version out of range, a bad query or cursor.
 	// Nothing is written.
-	ErrInvalid = errors.New("tipkv: invalid argument")
+	ErrInvalid = storage.ErrInvalid
 
 	// ErrFormat is returned by Open when the directory is not a tipkv store,
 	// or holds a store of a newer format than this version reads. Open
@@ -38,6 +51,8 @@ var (
 	ErrFormat = errors.New("tipkv: unsupported store")
 
 	// ErrLocked is returned by Open when the store is already open, in
-	// another process or in this one: Pebble locks the directory.
+	// another process or in this one: Pebble locks the directory. (A store
+	// that failed on a fatal disk error keeps its lock until the process
+	// exits.)
 	ErrLocked = errors.New("tipkv: store is locked")
 )

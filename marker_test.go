@@ -14,12 +14,12 @@ func FuzzParseMarker(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("\x00\xff"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := parseMarker(data)
+		v, _, err := parseMarker(data)
 		if err == nil && v < 1 {
 			t.Fatalf("parseMarker(%q) = %d without error", data, v)
 		}
 		if err == nil {
-			if got, err := parseMarker(fmt.Appendf(nil, "%s%d\n", markerPrefix, v)); err != nil || got != v {
+			if got, _, err := parseMarker(fmt.Appendf(nil, "%s%d\n", markerPrefix, v)); err != nil || got != v {
 				t.Fatalf("format %d does not round trip: %d %v", v, got, err)
 			}
 		}

@@ -117,6 +117,5 @@ func (i *countingIter) SeekGE(k []byte) bool       { i.c.seeks.Add(1); return i.
 func (i *countingIter) SeekPrefixGE(k []byte) bool { i.c.seeks.Add(1); return i.Iter.SeekPrefixGE(k) }
 func (i *countingIter) First() bool                { i.c.seeks.Add(1); return i.Iter.First() }
 func (i *countingIter) Last() bool                 { i.c.seeks.Add(1); return i.Iter.Last() }
-func (i *countingIter) SeekLT(k []byte) bool       { i.c.seeks.Add(1); return i.Iter.SeekLT(k) }
 func (i *countingIter) NextPrefix() bool           { i.c.seeks.Add(1); return i.Iter.NextPrefix() }
 func (i *countingIter) Next() bool                 { i.c.nexts.Add(1); return i.Iter.Next() }

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/tipkv/tipkv/internal/storage"
 	"time"
 )
 
@@ -123,7 +124,7 @@ func compact(c *ctx, dir string) int {
 		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.name, est)
 		t := time.Now()
 		stop := ticker(c, st.name, t)
-		err := s.kv.Compact(st.lo, st.hi)
+		err := s.kv.(storage.Admin).Compact(st.lo, st.hi)
 		stop()
 		if err != nil {
 			fmt.Fprintln(c.stderr)

@@ -66,7 +66,7 @@ func realStore(t *testing.T) string {
 // this also pins cmd/tipkv's reading of the queue's value formats.
 func TestRealPackages(t *testing.T) {
 	dir := realStore(t)
-	require.Equal(t, "checked 13 keys (2 documents, 3 events, 5 queue messages): healthy\n", cliOK(t, "check", dir))
+	require.Equal(t, "checked 14 keys (2 documents, 3 events, 5 queue messages): healthy\n", cliOK(t, "check", dir))
 
 	out := cliOK(t, "history", dir, "users", "alice")
 	require.Equal(t, `VERSION  VALUE

@@ -14,22 +14,23 @@ func TestDump(t *testing.T) {
 	dir := sample(t)
 	out := cliOK(t, "dump", dir)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 16, "a header and 15 keys:\n%s", out)
+	require.Len(t, lines, 17, "a header and 16 keys:\n%s", out)
 	require.Regexp(t, `^FAMILY +KEY +VALUE$`, lines[0])
-	require.Regexp(t, `^meta +format +"1"$`, lines[1])
-	require.Regexp(t, `^versions +users \| alice \| 3 +\{"name":"Alice","email":"alice@example.com","age":31\}$`, lines[3], "newest version first")
-	require.Regexp(t, `^queue-items +jobs \| 3 +\{"attempts":1,"enqueued":"2025-03-01T12:00:00Z","visible_at":null\} \{"job":3\}$`, lines[7])
-	require.Regexp(t, `^queue-state +jobs +\{"head":3,"tail":5\}$`, lines[9])
-	require.Regexp(t, `^feed +clicks \| 1740830640000000000 +\{"page":"/p4"\}$`, lines[10])
-	require.Regexp(t, `^dead-letters +jobs \| 2 +\{"attempts":10,.*"dead_at":"2025-03-01T13:00:00Z"\} \{"job":2\}$`, lines[15])
+	require.Regexp(t, `^meta +format +"2"$`, lines[1])
+	require.Regexp(t, `^meta +value-names +"json"$`, lines[2])
+	require.Regexp(t, `^versions +users \| alice \| 3 +\{"name":"Alice","email":"alice@example.com","age":31\}$`, lines[4], "newest version first")
+	require.Regexp(t, `^queue-items +jobs \| 3 +\{"attempts":1,"enqueued":"2025-03-01T12:00:00Z","visible_at":null\} \{"job":3\}$`, lines[8])
+	require.Regexp(t, `^queue-state +jobs +\{"head":3,"tail":5\}$`, lines[10])
+	require.Regexp(t, `^feed +clicks \| 1740830640000000000 +\{"page":"/p4"\}$`, lines[11])
+	require.Regexp(t, `^dead-letters +jobs \| 2 +\{"attempts":10,.*"dead_at":"2025-03-01T13:00:00Z"\} \{"job":2\}$`, lines[16])
 
 	recs := jsonLines(t, cliOK(t, "dump", "--json", dir))
-	require.Len(t, recs, 15)
+	require.Len(t, recs, 16)
 	require.Equal(t, map[string]any{
 		"family": "versions", "collection": "users", "id": "alice", "version": 3.0,
 		"value": map[string]any{"name": "Alice", "email": "alice@example.com", "age": 31.0},
-	}, recs[2])
-	require.Equal(t, map[string]any{"family": "queue-state", "queue": "jobs", "head": 3.0, "tail": 5.0}, recs[8])
+	}, recs[3])
+	require.Equal(t, map[string]any{"family": "queue-state", "queue": "jobs", "head": 3.0, "tail": 5.0}, recs[9])
 }
 
 func TestDumpFilters(t *testing.T) {
@@ -48,9 +49,9 @@ func TestDumpFilters(t *testing.T) {
 
 	rec := jsonLines(t, cliOK(t, "dump", "--json", "--hex", dir, "--family", "meta"))[0]
 	require.Equal(t, "00666f726d61740001", rec["key_hex"])
-	require.Equal(t, "31", rec["value_hex"])
+	require.Equal(t, "32", rec["value_hex"])
 	out := cliOK(t, "dump", "--hex", dir, "--family", "meta")
-	require.Regexp(t, `meta +0x00666f726d61740001 +0x31\n`, out)
+	require.Regexp(t, `meta +0x00666f726d61740001 +0x32\n`, out)
 }
 
 // Keys tipkv did not write and values that are not msgpack are shown in
@@ -72,7 +73,7 @@ func TestDumpForeignData(t *testing.T) {
 	require.Regexp(t, `versions +c \| "\\xff" \| 1 +"AQID"\n`, out)
 
 	recs := jsonLines(t, cliOK(t, "dump", "--json", dir))
-	require.Len(t, recs, 5)
+	require.Len(t, recs, 6)
 	byHex := map[string]map[string]any{}
 	for _, r := range recs {
 		if h, ok := r["key_hex"].(string); ok {
@@ -171,7 +172,7 @@ func TestParseSince(t *testing.T) {
 func TestStats(t *testing.T) {
 	dir := sample(t)
 	out := cliOK(t, "stats", dir)
-	require.Regexp(t, `(?m)^keys +15$`, out)
+	require.Regexp(t, `(?m)^keys +16$`, out)
 	require.Regexp(t, `(?m)^versions +5 +112 B +187 B$`, out)
 	require.Regexp(t, `(?m)^users +2 +4$`, out)
 	require.Regexp(t, `(?m)^orders +1 +1$`, out)
@@ -181,7 +182,7 @@ func TestStats(t *testing.T) {
 	require.Contains(t, out, "no sstables yet: every key is in the memtable", "the sample store was never flushed")
 
 	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
-	require.EqualValues(t, 15, m["keys"])
+	require.EqualValues(t, 16, m["keys"])
 	require.EqualValues(t, 0, m["bad_keys"])
 	require.Positive(t, m["disk_usage"])
 	require.Len(t, m["families"], 6)
@@ -216,7 +217,7 @@ func TestStatsTombstones(t *testing.T) {
 	lsm := m["lsm"].(map[string]any)
 	require.EqualValues(t, 1, lsm["point_tombstones"])
 	require.EqualValues(t, 1, lsm["range_tombstones"])
-	require.EqualValues(t, 12, m["keys"], "the format key, versions 2 and 11 to 20")
+	require.EqualValues(t, 13, m["keys"], "the format and value-names keys, versions 2 and 11 to 20")
 	out := cliOK(t, "stats", dir)
 	require.Regexp(t, `(?m)^LEVEL +TABLES +SIZE +SCORE +ENTRIES +POINT TOMBSTONES +RANGE TOMBSTONES\nL0 +1 +`, out, "empty levels are left out")
 	require.Regexp(t, `(?m)^total +1 +\S+ \S+ +\d+ +1 +1$`, out)

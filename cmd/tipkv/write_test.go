@@ -45,7 +45,7 @@ func TestCompact(t *testing.T) {
 	st := jsonOf(t, cliOK(t, "stats", "--json", dir))
 	lsm := st["lsm"].(map[string]any)
 	require.EqualValues(t, 0, lsm["range_tombstones"])
-	require.EqualValues(t, 11, st["keys"])
+	require.EqualValues(t, 12, st["keys"])
 	cliOK(t, "check", dir)
 }
 

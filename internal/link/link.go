@@ -21,4 +21,12 @@ var (
 	Services func(db any) (*Registry, error)
 	// Clock returns the clock of a *tipkv.DB (Options.Clock).
 	Clock func(db any) (func() time.Time, error)
+	// LegacyNames reports whether the default value codec of a *tipkv.DB
+	// names struct fields as format 1 did (Go names, json tags ignored).
+	LegacyNames func(db any) bool
+	// NewDB returns a *tipkv.DB on an open store, for engines outside the
+	// core module (etcdkv, sqlkv) and for tests. opts is a *tipkv.Options
+	// or nil; its engine fields (InMemory, CacheSize, MemTableSize) are
+	// ignored. The DB owns the store: its Close closes it.
+	NewDB func(s storage.Store, name string, opts any) (any, error)
 )

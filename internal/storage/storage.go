@@ -1,65 +1,153 @@
-// Package storage is the seam between tipkv's packages and the ordered
+// Package storage is the contract between tipkv's packages and the ordered
 // key-value engine under them. versioned/ and queue/ speak only to these
-// interfaces; internal/storage/pebblestore implements them on Pebble, and a
-// distributed ordered engine can implement them later without touching the
-// packages above.
+// interfaces; pebblestore implements them in process, and engines shared by
+// several processes (etcd, a SQL table) implement them over the network.
+// One conformance suite (internal/storage/storetest for the engine,
+// internal/conformance for everything above it) runs against each.
 //
 // Keys and their order are codec's: bytewise, with codec.Split marking the
 // prefix of numbered keys.
+//
+// # Exclusive and shared engines
+//
+// An engine is exclusive when one process holds it (Pebble's directory lock):
+// the packages above then keep versions, sequence numbers, leases and
+// watermarks in memory, trust them without a read, and never send a
+// condition. An engine is Shared ([Caps]) when several processes write the
+// same keys: the store is then the truth and memory a hint. Every read a
+// write depends on travels with the write as a condition ([Batch.Require]),
+// checked by the engine atomically with the writes.
+//
+// # Errors
+//
+// A failed condition is [ErrConditionFailed]: nothing was written, and the
+// caller may read again and retry. An error after which the engine cannot
+// say whether the batch was applied (the connection broke after the request
+// was sent) matches [ErrUnknownOutcome]: it must never be retried blindly.
+// A batch over the engine's limits fails before anything is sent with an
+// error matching [ErrInvalid]. Corrupt stored data matches codec.ErrCorrupt.
 package storage
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"time"
+)
 
-// ErrNotFound is returned by Store.Get for a missing key.
-var ErrNotFound = errors.New("tipkv: not found")
+// The errors of the contract. The root package re-exports them.
+var (
+	// ErrNotFound is returned by Get for a missing key.
+	ErrNotFound = errors.New("tipkv: not found")
 
-// ErrClosed is returned by every call on a closed Store, Iter or Batch.
-var ErrClosed = errors.New("tipkv: closed")
+	// ErrClosed is returned by every call on a closed Store, Iter or Batch.
+	ErrClosed = errors.New("tipkv: closed")
 
-// Store is an ordered key-value store. It is safe for concurrent use.
-type Store interface {
+	// ErrInvalid is bad input, including a batch over the engine's limits.
+	// Nothing is written.
+	ErrInvalid = errors.New("tipkv: invalid argument")
+
+	// ErrConditionFailed is returned by Apply when a condition given to
+	// Require did not hold at commit time. Nothing was written.
+	ErrConditionFailed = errors.New("tipkv: condition failed")
+
+	// ErrUnknownOutcome is returned by Apply when the batch may or may not
+	// have been applied: the request was sent and no answer came back.
+	// Retrying could apply it twice; read back to find out.
+	ErrUnknownOutcome = errors.New("tipkv: commit outcome unknown")
+)
+
+// Reader reads a consistent or live view of the keys. Store and Snapshot
+// implement it.
+type Reader interface {
 	// Get returns a copy of the value stored at key, or ErrNotFound.
 	Get(key []byte) ([]byte, error)
 	// NewIter returns an iterator over the keys in [lo, hi). Both bounds are
-	// required: no read in tipkv is unbounded. The iterator holds the store
-	// open until it is closed.
+	// required: no read in tipkv is unbounded, and on remote engines the
+	// upper bound is what keeps a limited range read from walking far. lo
+	// must not be empty. An iterator reads one consistent view of the store
+	// (a Pebble iterator, one etcd revision, one SQL snapshot).
 	NewIter(lo, hi []byte) (Iter, error)
+}
+
+// Store is an ordered key-value store. It is safe for concurrent use.
+type Store interface {
+	Reader
 	// NewBatch returns an empty write batch.
 	NewBatch() Batch
-	// Flush writes the memtable to disk.
-	Flush() error
-	// Compact compacts the keys in [lo, hi), reclaiming deleted space.
-	Compact(lo, hi []byte) error
-	// DiskUsage is the store's size on disk in bytes.
-	DiskUsage() uint64
-	// Metrics describes the engine's state (levels, tombstones, cache) for
-	// people.
-	Metrics() string
-	// Close waits for calls in flight and open iterators, then closes the
-	// store. Later calls return ErrClosed.
+	// NewSnapshot returns a consistent view of the store as of now, for
+	// several reads that must agree. Close it when done.
+	NewSnapshot() (Snapshot, error)
+	// Caps describes the engine.
+	Caps() Caps
+	// Close closes the store: calls in flight finish or fail with
+	// ErrClosed, open iterators and snapshots are closed (their later calls
+	// report ErrClosed), and later calls return ErrClosed. A second Close
+	// returns ErrClosed.
 	Close() error
 }
 
-// Iter is a bounded forward iterator. It is not safe for concurrent use.
-// Key and Value are valid until the next positioning call.
+// Caps declares what an engine is and what it allows.
+type Caps struct {
+	// Shared is set when several processes may write the same keys. The
+	// packages above then keep no authority in memory and send conditions
+	// with every write that depends on a read.
+	Shared bool
+
+	// Watch is set when the Store implements Watcher: it can push changes.
+	// Without it, waits poll every PollInterval.
+	Watch bool
+
+	// PollInterval is how often a wait polls the store when Watch is not
+	// set. Zero means a second.
+	PollInterval time.Duration
+
+	// MaxBatchOps is the most writes (Set, Delete, DeleteRange) one batch
+	// may hold, and separately the most conditions. Zero: no limit.
+	MaxBatchOps int
+
+	// MaxBatchBytes is the most bytes of keys, values and conditions one
+	// batch may hold. Zero: no limit.
+	MaxBatchBytes int
+
+	// MaxValueSize is the largest value the engine stores. Zero: no limit
+	// beyond MaxBatchBytes.
+	MaxValueSize int
+
+	// ClockSkew is the margin a shared engine's users allow between their
+	// clocks when they compare times stored by another process (a lease's
+	// deadline): a lease is taken over only ClockSkew after it ended.
+	ClockSkew time.Duration
+}
+
+// Snapshot is a consistent read-only view. It is safe for concurrent use;
+// its iterators are not.
+type Snapshot interface {
+	Reader
+	// Close releases the view.
+	Close() error
+}
+
+// Iter is a bounded forward iterator over one consistent view. It is not
+// safe for concurrent use. Key and Value are valid until the next
+// positioning call.
 type Iter interface {
 	// SeekGE moves to the first key >= key.
 	SeekGE(key []byte) bool
 	// SeekPrefixGE moves to the first key >= key that has key's prefix
-	// (codec.Split), consulting bloom filters; later Next calls stay within
-	// that prefix.
+	// (codec.Split); later Next calls stay within that prefix. Pebble
+	// consults its bloom filters.
 	SeekPrefixGE(key []byte) bool
 	// First moves to the first key of the range.
 	First() bool
-	// Last moves to the last key of the range. It is for finding where an
-	// oldest-first range ends (a queue's tail at open); newest-first reads
-	// never iterate in reverse.
+	// Last moves to the last key of the range. Newest-first reads never use
+	// it; it finds where an oldest-first range ends (a range delete's end,
+	// a queue's last dead letter). Give it the tightest range known: a
+	// remote engine may read the whole range to answer.
 	Last() bool
-	// SeekLT moves to the last key < key. Same caveat as Last.
-	SeekLT(key []byte) bool
 	// Next moves to the next key.
 	Next() bool
-	// NextPrefix moves to the first key with a greater prefix.
+	// NextPrefix moves to the first key with a greater prefix
+	// (codec.Split).
 	NextPrefix() bool
 	// Valid reports whether the iterator is at a key.
 	Valid() bool
@@ -69,11 +157,18 @@ type Iter interface {
 	Value() ([]byte, error)
 	// Error returns the error that stopped the iterator, if any.
 	Error() error
-	// Close releases the iterator.
+	// Close releases the iterator. It returns the iterator's error, if
+	// any; a second Close returns nil.
 	Close() error
 }
 
-// Batch is an atomic group of writes. It is not safe for concurrent use.
+// Batch is an atomic group of writes and the conditions they depend on. It
+// is not safe for concurrent use.
+//
+// Writes apply in the order they were added: a later write to a key wins,
+// a Set after a DeleteRange over its key survives. Conditions are checked
+// against the store as it is before the batch, atomically with the writes:
+// no other batch commits between the check and the apply.
 type Batch interface {
 	// Set stores value at key.
 	Set(key, value []byte) error
@@ -81,17 +176,86 @@ type Batch interface {
 	Delete(key []byte) error
 	// DeleteRange removes every key in [lo, hi).
 	DeleteRange(lo, hi []byte) error
+	// Require adds a condition that must hold at commit for the batch to
+	// apply; otherwise Apply fails with ErrConditionFailed and writes
+	// nothing.
+	Require(c Cond) error
 	// Empty reports whether the batch holds no writes.
 	Empty() bool
+	// Len is the number of writes in the batch.
+	Len() int
 	// Size is the batch's size in bytes.
 	Size() int
 	// Apply commits the batch: when it returns nil every write is visible
 	// to readers. With sync, the writes may not yet be durable: Wait
-	// blocks until they are.
+	// blocks until they are. A batch over the engine's limits fails with
+	// ErrInvalid; a failed condition with ErrConditionFailed; a commit
+	// whose outcome is unknown with ErrUnknownOutcome.
 	Apply(sync bool) error
-	// Wait blocks until an Apply(true) is durable. After Apply(false) it
-	// returns at once.
+	// Wait blocks until an Apply(true) is durable. After Apply(false), or
+	// on an engine that is durable when Apply returns, it returns at once.
 	Wait() error
 	// Close releases the batch.
 	Close() error
+}
+
+// CondKind is what a Cond asserts.
+type CondKind uint8
+
+const (
+	// KeyAbsent holds when Key is not stored.
+	KeyAbsent CondKind = iota + 1
+	// KeyPresent holds when Key is stored.
+	KeyPresent
+	// KeyEquals holds when Key is stored with exactly Value.
+	KeyEquals
+	// RangeEmpty holds when no key is stored in [Key, End).
+	RangeEmpty
+)
+
+// Cond is a commit-time condition on the store's state before the batch.
+type Cond struct {
+	Kind  CondKind
+	Key   []byte
+	End   []byte // RangeEmpty only
+	Value []byte // KeyEquals only
+}
+
+// Absent is the condition that key is not stored.
+func Absent(key []byte) Cond { return Cond{Kind: KeyAbsent, Key: key} }
+
+// Present is the condition that key is stored.
+func Present(key []byte) Cond { return Cond{Kind: KeyPresent, Key: key} }
+
+// Equals is the condition that key is stored with exactly value.
+func Equals(key, value []byte) Cond { return Cond{Kind: KeyEquals, Key: key, Value: value} }
+
+// Empty is the condition that no key is stored in [lo, hi).
+func Empty(lo, hi []byte) Cond { return Cond{Kind: RangeEmpty, Key: lo, End: hi} }
+
+// Size is the condition's size in bytes, for batch limits.
+func (c Cond) Size() int { return len(c.Key) + len(c.End) + len(c.Value) }
+
+// Watcher is implemented by engines that push changes (Caps.Watch).
+type Watcher interface {
+	// Watch returns a channel that receives a value, at least once, after
+	// a change to a key in [lo, hi) commits, from this process or another.
+	// Spurious wake-ups are allowed; missed changes are not, from the
+	// moment Watch returns. The channel is closed when ctx ends, the watch
+	// breaks (the caller should re-read and watch again) or the store
+	// closes.
+	Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, error)
+}
+
+// Admin is implemented by engines that can be maintained: the command line
+// tool and benchmarks use it. Every method may return ErrClosed.
+type Admin interface {
+	// Flush writes in-memory tables to disk.
+	Flush() error
+	// Compact compacts the keys in [lo, hi), reclaiming deleted space.
+	Compact(lo, hi []byte) error
+	// DiskUsage is the store's size on disk in bytes.
+	DiskUsage() (uint64, error)
+	// Metrics describes the engine's state for people.
+	Metrics() (string, error)
 }

@@ -1,5 +1,7 @@
 package storage
 
+import "sync/atomic"
+
 // Tx is one write in progress: the batch it fills and the hooks that tipkv's
 // packages hang on its outcome. The root package creates a Tx for every
 // DB.Update and every write made directly on a DB, and runs the hooks; it is
@@ -16,7 +18,17 @@ type Tx struct {
 	committed []func()
 	aborted   []func()
 	state     map[any]any
+	running   atomic.Bool
 }
+
+// SetRunning marks whether the caller's Update function is running on this
+// Tx (set by the root package only).
+func (t *Tx) SetRunning(on bool) { t.running.Store(on) }
+
+// Running reports whether the Tx belongs to a DB.Update whose function is
+// still running: code of the caller's that may be blocked on something
+// this process holds. It is safe to call from any goroutine.
+func (t *Tx) Running() bool { return t.running.Load() }
 
 // OnPrepare registers f to run after the writes are all in the batch and
 // just before it is applied: f may add writes that must be computed as

@@ -1,5 +1,11 @@
-// Package pebblestore implements the storage seam on Pebble. It is the only
-// package in tipkv that imports Pebble.
+// Package pebblestore implements the storage contract on Pebble, in
+// process. It and the benchmarks' baselines are the only code in tipkv that
+// imports Pebble.
+//
+// The store is exclusive (Caps.Shared is false): Pebble locks the directory,
+// so one process writes it, and the packages above keep their authority in
+// memory. It still honours every part of the contract: conditions are
+// checked under a commit lock, atomically with the writes.
 package pebblestore
 
 import (
@@ -8,7 +14,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -20,26 +25,34 @@ import (
 // A test fails when Pebble's newest format moves, so an upgrade is a choice.
 const FormatMajorVersion = pebble.FormatValueSeparation
 
+// MinMemTableSize is the smallest memtable Open accepts. Pebble itself
+// panics on memtables of a few KiB.
+const MinMemTableSize = 64 << 10
+
 // Config is how a store is opened.
 type Config struct {
 	FS           vfs.FS // nil: the OS file system
 	CacheSize    int64
 	MemTableSize uint64
 	ReadOnly     bool
+	// Events, if set, hears what Pebble reports (flushes, compactions,
+	// stalls, background errors, corruption), after the store has acted on
+	// it.
+	Events func(Event)
 }
 
-// Store is a storage.Store on Pebble.
-type Store struct {
-	db   *pebble.DB
-	gate gate
+// Event is something Pebble reported, for logging.
+type Event struct {
+	Kind  string // "corruption", "background-error", "write-stall", "write-stall-end", "disk-slow", "fatal", "flush", "compaction"
+	Error error  // for errors
+	Info  string // Pebble's description
 }
 
-var _ storage.Store = (*Store)(nil)
-
-// Open opens or creates the Pebble store in dir.
-func Open(dir string, cfg Config) (*Store, error) {
-	cache := pebble.NewCache(cfg.CacheSize)
-	defer cache.Unref()
+// Options returns the Pebble options tipkv runs with, for cfg and cache.
+// The store and every raw-Pebble baseline in the benchmarks use it, so a
+// baseline cannot drift from what it is compared with. The caller owns
+// cache (Unref it after Open).
+func Options(cfg Config, cache *pebble.Cache) *pebble.Options {
 	opts := &pebble.Options{
 		Comparer:           Comparer,
 		Cache:              cache,
@@ -64,27 +77,106 @@ func Open(dir string, cfg Config) (*Store, error) {
 	opts.Experimental.SpanPolicyFunc = func([]byte) (pebble.SpanPolicy, []byte, error) {
 		return pebble.SpanPolicy{DisableValueSeparationBySuffix: true}, nil, nil
 	}
+	return opts
+}
+
+// Store is a storage.Store on Pebble.
+type Store struct {
+	db   *pebble.DB
+	gate gate
+	f    faults
+
+	// commitMu orders conditional batches against every other batch: a
+	// batch with conditions holds it exclusively from the check to the
+	// moment its writes are visible; any other batch holds it shared while
+	// it applies. Nothing holds it across a durability wait.
+	commitMu sync.RWMutex
+}
+
+var (
+	_ storage.Store = (*Store)(nil)
+	_ storage.Admin = (*Store)(nil)
+)
+
+// Open opens or creates the Pebble store in dir.
+func Open(dir string, cfg Config) (s *Store, err error) {
+	if cfg.MemTableSize != 0 && cfg.MemTableSize < MinMemTableSize {
+		return nil, fmt.Errorf("%w: memtable size %d is under the minimum of %d bytes", storage.ErrInvalid, cfg.MemTableSize, MinMemTableSize)
+	}
+	if cfg.FS == nil {
+		cfg.FS = vfs.Default
+	}
+	cache := pebble.NewCache(cfg.CacheSize)
+	defer cache.Unref()
+	opts := Options(cfg, cache)
+	s = &Store{}
+	s.gate.init()
+	s.f.init(s, cfg.Events)
+	opts.Logger = &s.f
+	opts.EventListener = s.f.listener()
+	if cfg.ReadOnly {
+		// Pebble takes the directory lock by creating LOCK for writing,
+		// which a read-only file system refuses. Nothing can write to such
+		// a store, so a read-only open goes on without the lock there.
+		opts.FS = readOnlyLockFS{opts.FS}
+	}
+	// A fatal error inside Pebble's Open (a corrupt manifest, a table that
+	// cannot be read) is reported through the logger; it unwinds to here.
+	defer s.f.recoverFatal(&err)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
-		return nil, err
+		return nil, s.f.wrap(err)
 	}
-	s := &Store{db: db}
-	s.gate.init()
+	s.db = db
 	return s, nil
 }
 
-// Get implements storage.Store.
-func (s *Store) Get(key []byte) ([]byte, error) {
-	if !s.gate.enter() {
-		return nil, storage.ErrClosed
+// Caps implements storage.Store. Pebble's only limit is its batch size
+// (4 GiB); a batch is refused before it gets there.
+func (s *Store) Caps() storage.Caps {
+	return storage.Caps{MaxBatchBytes: MaxBatchBytes}
+}
+
+// MaxBatchBytes is the largest batch the store takes: under Pebble's limit
+// of 4 GiB, with room for its per-entry overhead.
+const MaxBatchBytes = 4<<30 - 64<<20
+
+// exit ends a call, and closes Pebble if a Close is waiting on it.
+func (s *Store) exit() {
+	if s.gate.exit() {
+		_, _ = s.finish()
 	}
-	defer s.gate.exit()
-	v, closer, err := s.db.Get(key)
+}
+
+// enter lets a call in, or says why not.
+func (s *Store) enter() error {
+	if !s.gate.enter() {
+		return storage.ErrClosed
+	}
+	if err := s.f.failure(); err != nil {
+		s.exit()
+		return err
+	}
+	return nil
+}
+
+// Get implements storage.Store.
+func (s *Store) Get(key []byte) (_ []byte, err error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	defer s.f.recoverFatal(&err)
+	return get(s.db, &s.f, key)
+}
+
+func get(r pebble.Reader, f *faults, key []byte) ([]byte, error) {
+	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, storage.ErrNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, f.wrap(err)
 	}
 	out := append(make([]byte, 0, len(v)), v...)
 	return out, closer.Close()
@@ -92,67 +184,86 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 
 // NewIter implements storage.Store.
 func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) {
+	return s.newIter(s.db, lo, hi)
+}
+
+func (s *Store) newIter(r pebble.Reader, lo, hi []byte) (_ storage.Iter, err error) {
 	// Pebble's invariant checks (on in race builds) read the first byte of
 	// a lower bound, so an empty one is refused along with a missing one.
 	if len(lo) == 0 || hi == nil {
 		return nil, fmt.Errorf("tipkv: internal error: unbounded iterator [%x, %x)", lo, hi)
 	}
-	if !s.gate.enter() {
-		return nil, storage.ErrClosed
-	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi, UseL6Filters: true})
-	if err != nil {
-		s.gate.exit()
+	if err := s.enter(); err != nil {
 		return nil, err
 	}
+	defer s.f.recoverFatal(&err)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi, UseL6Filters: true})
+	if err != nil {
+		s.exit()
+		return nil, s.f.wrap(err)
+	}
+	// The iterator holds the store open, but Close does not wait for it:
+	// Close ends it at its next call (see iter).
+	s.gate.detach()
 	return &iter{it: it, s: s}, nil
+}
+
+// NewSnapshot implements storage.Store.
+func (s *Store) NewSnapshot() (storage.Snapshot, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	s.gate.detach()
+	return &snapshot{s: s, snap: s.db.NewSnapshot()}, nil
 }
 
 // NewBatch implements storage.Store.
 func (s *Store) NewBatch() storage.Batch { return &batch{b: s.db.NewBatch(), s: s} }
 
-// Flush implements storage.Store.
-func (s *Store) Flush() error {
-	if !s.gate.enter() {
-		return storage.ErrClosed
+// Flush implements storage.Admin.
+func (s *Store) Flush() (err error) {
+	if err := s.enter(); err != nil {
+		return err
 	}
-	defer s.gate.exit()
-	return s.db.Flush()
+	defer s.exit()
+	defer s.f.recoverFatal(&err)
+	return s.f.wrap(s.db.Flush())
 }
 
-// Compact implements storage.Store.
-func (s *Store) Compact(lo, hi []byte) error {
-	if !s.gate.enter() {
-		return storage.ErrClosed
+// Compact implements storage.Admin.
+func (s *Store) Compact(lo, hi []byte) (err error) {
+	if err := s.enter(); err != nil {
+		return err
 	}
-	defer s.gate.exit()
-	return s.db.Compact(context.Background(), lo, hi, true)
+	defer s.exit()
+	defer s.f.recoverFatal(&err)
+	return s.f.wrap(s.db.Compact(context.Background(), lo, hi, true))
 }
 
-// DiskUsage implements storage.Store.
-func (s *Store) DiskUsage() uint64 {
-	if !s.gate.enter() {
-		return 0
+// DiskUsage implements storage.Admin.
+func (s *Store) DiskUsage() (uint64, error) {
+	m, err := s.PebbleMetrics()
+	if err != nil {
+		return 0, err
 	}
-	defer s.gate.exit()
-	return s.db.Metrics().DiskSpaceUsage()
+	return m.DiskSpaceUsage(), nil
 }
 
-// Metrics implements storage.Store.
-func (s *Store) Metrics() string {
-	if !s.gate.enter() {
-		return ""
+// Metrics implements storage.Admin.
+func (s *Store) Metrics() (string, error) {
+	m, err := s.PebbleMetrics()
+	if err != nil {
+		return "", err
 	}
-	defer s.gate.exit()
-	return s.db.Metrics().String()
+	return m.String(), nil
 }
 
 // PebbleMetrics returns Pebble's metrics, for tools and tests.
 func (s *Store) PebbleMetrics() (*pebble.Metrics, error) {
-	if !s.gate.enter() {
-		return nil, storage.ErrClosed
+	if err := s.enter(); err != nil {
+		return nil, err
 	}
-	defer s.gate.exit()
+	defer s.exit()
 	return s.db.Metrics(), nil
 }
 
@@ -160,148 +271,183 @@ func (s *Store) PebbleMetrics() (*pebble.Metrics, error) {
 // store was opened: hits avoided a data block read, misses did not. For
 // tests and benchmarks.
 func (s *Store) FilterStats() (hits, misses int64) {
-	if !s.gate.enter() {
+	m, err := s.PebbleMetrics()
+	if err != nil {
 		return 0, 0
 	}
-	defer s.gate.exit()
-	f := s.db.Metrics().Filter
-	return f.Hits, f.Misses
+	return m.Filter.Hits, m.Filter.Misses
 }
 
-// Close implements storage.Store.
+// Corruptions returns the corruptions Pebble has reported since the store
+// was opened: each names a file.
+func (s *Store) Corruptions() []error { return s.f.corruptions() }
+
+// Close implements storage.Store. It waits for calls in flight (reads,
+// commits, durability waits), then closes Pebble; iterators and snapshots
+// still open end with ErrClosed at their next call, and Pebble is closed
+// when the last of them is released. A store that failed (see faults) is
+// not closed: Pebble cannot close cleanly then, and its files stay open
+// until the process exits; Close returns the failure.
 func (s *Store) Close() error {
-	if !s.gate.close() {
+	if !s.gate.close(s.f.stalled) {
 		return storage.ErrClosed
 	}
-	return s.db.Close()
+	if won, err := s.finish(); won {
+		return err
+	}
+	if s.gate.held.Load() == 0 {
+		<-s.gate.done // another goroutine is closing Pebble now
+	}
+	return nil
 }
 
+// finish closes Pebble once nothing uses it: called by Close, by the last
+// call or iterator or snapshot released after Close. It reports whether
+// the caller was the one to do it.
+func (s *Store) finish() (bool, error) {
+	if !s.gate.finish(s.f.stalled) {
+		return false, nil // someone still holds the store; the last one closes it
+	}
+	defer close(s.gate.done)
+	return true, s.closePebble()
+}
+
+func (s *Store) closePebble() error {
+	if err := s.f.failure(); err != nil {
+		return fmt.Errorf("tipkv: close: the store failed and was left open: %w", err)
+	}
+	if s.f.stalled() {
+		// Writes are blocked in Pebble on a disk that fails: Pebble cannot
+		// close under them.
+		return fmt.Errorf("tipkv: close: writes are blocked on a failing disk; the store was left open: %w", s.f.background())
+	}
+	var err error
+	func() {
+		defer s.f.recoverFatal(&err)
+		err = s.db.Close()
+	}()
+	return err
+}
+
+// iter wraps a Pebble iterator. After the store closes, its next call ends
+// it: it releases the Pebble iterator and reports ErrClosed.
 type iter struct {
 	it     *pebble.Iterator
 	s      *Store
+	err    error // ErrClosed once ended by Close
 	closed bool
 }
 
-func (i *iter) SeekGE(key []byte) bool       { return i.it.SeekGE(key) }
-func (i *iter) SeekPrefixGE(key []byte) bool { return i.it.SeekPrefixGE(key) }
-func (i *iter) First() bool                  { return i.it.First() }
-func (i *iter) Last() bool                   { return i.it.Last() }
-func (i *iter) SeekLT(key []byte) bool       { return i.it.SeekLT(key) }
-func (i *iter) Next() bool                   { return i.it.Next() }
-func (i *iter) NextPrefix() bool             { return i.it.NextPrefix() }
-func (i *iter) Valid() bool                  { return i.it.Valid() }
-func (i *iter) Key() []byte                  { return i.it.Key() }
-func (i *iter) Value() ([]byte, error)       { return i.it.ValueAndErr() }
-func (i *iter) Error() error                 { return i.it.Error() }
+func (i *iter) live() bool {
+	if i.closed {
+		return false
+	}
+	if i.s.gate.closed.Load() {
+		i.err = storage.ErrClosed
+		i.release()
+		return false
+	}
+	return true
+}
+
+func (i *iter) SeekGE(key []byte) bool       { return i.live() && i.it.SeekGE(key) }
+func (i *iter) SeekPrefixGE(key []byte) bool { return i.live() && i.it.SeekPrefixGE(key) }
+func (i *iter) First() bool                  { return i.live() && i.it.First() }
+func (i *iter) Last() bool                   { return i.live() && i.it.Last() }
+func (i *iter) Next() bool                   { return i.live() && i.it.Next() }
+func (i *iter) NextPrefix() bool             { return i.live() && i.it.NextPrefix() }
+func (i *iter) Valid() bool                  { return !i.closed && i.it.Valid() }
+
+func (i *iter) Key() []byte {
+	if i.closed {
+		return nil
+	}
+	return i.it.Key()
+}
+
+func (i *iter) Value() ([]byte, error) {
+	if i.closed {
+		return nil, i.Error()
+	}
+	v, err := i.it.ValueAndErr()
+	return v, i.s.f.wrap(err)
+}
+
+func (i *iter) Error() error {
+	if i.closed {
+		if i.err != nil {
+			return i.err
+		}
+		return storage.ErrClosed
+	}
+	return i.s.f.wrap(i.it.Error())
+}
 
 func (i *iter) Close() error {
 	if i.closed {
 		return nil
 	}
+	err := i.s.f.wrap(i.it.Close())
 	i.closed = true
-	err := i.it.Close()
-	i.s.gate.exit()
-	return err
-}
-
-type batch struct {
-	b *pebble.Batch
-	s *Store
-	// entered is set while an Apply(sync) waits for durability.
-	entered bool
-}
-
-func (b *batch) Set(key, value []byte) error     { return b.b.Set(key, value, nil) }
-func (b *batch) Delete(key []byte) error         { return b.b.Delete(key, nil) }
-func (b *batch) DeleteRange(lo, hi []byte) error { return b.b.DeleteRange(lo, hi, nil) }
-func (b *batch) Empty() bool                     { return b.b.Empty() }
-func (b *batch) Size() int                       { return b.b.Len() }
-
-func (b *batch) Apply(sync bool) error {
-	if !b.s.gate.enter() {
-		return storage.ErrClosed
-	}
-	var err error
-	if sync {
-		err = b.s.db.ApplyNoSyncWait(b.b, pebble.Sync)
-		if err == nil {
-			b.entered = true // Wait exits the gate
-			return nil
+	i.it = nil
+	if i.s.gate.release() {
+		if _, cerr := i.s.finish(); err == nil {
+			err = cerr
 		}
-	} else {
-		err = b.s.db.Apply(b.b, pebble.NoSync)
 	}
-	b.s.gate.exit()
 	return err
 }
 
-func (b *batch) Wait() error {
-	if !b.entered {
+// release ends the iterator on behalf of Close.
+func (i *iter) release() {
+	_ = i.it.Close()
+	i.closed = true
+	i.it = nil
+	if i.s.gate.release() {
+		_, _ = i.s.finish()
+	}
+}
+
+type snapshot struct {
+	s      *Store
+	snap   *pebble.Snapshot
+	closed atomic.Bool
+}
+
+func (sn *snapshot) Get(key []byte) (_ []byte, err error) {
+	if sn.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	if err := sn.s.enter(); err != nil {
+		return nil, err
+	}
+	defer sn.s.exit()
+	defer sn.s.f.recoverFatal(&err)
+	return get(sn.snap, &sn.s.f, key)
+}
+
+func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) {
+	if sn.closed.Load() {
+		return nil, storage.ErrClosed
+	}
+	return sn.s.newIter(sn.snap, lo, hi)
+}
+
+func (sn *snapshot) Close() error {
+	if sn.closed.Swap(true) {
 		return nil
 	}
-	b.entered = false
-	defer b.s.gate.exit()
-	return b.b.SyncWait()
-}
-
-// Close releases the batch, and the store if an Apply(true) was never
-// waited for, so that Close of the store cannot hang on it.
-func (b *batch) Close() error {
-	if b.entered {
-		b.entered = false
-		b.s.gate.exit()
-	}
-	return b.b.Close()
-}
-
-// gate lets calls in without blocking while the store is open, and lets
-// Close wait for those in flight. Entering never blocks, so a call made
-// while another is in flight (a read inside an iteration) cannot deadlock
-// against a pending Close.
-type gate struct {
-	n       atomic.Int64
-	closed  atomic.Bool
-	mu      sync.Mutex
-	drained chan struct{}
-}
-
-func (g *gate) init() { g.drained = make(chan struct{}, 1) }
-
-func (g *gate) enter() bool {
-	g.n.Add(1)
-	if g.closed.Load() {
-		g.exit()
-		return false
-	}
-	return true
-}
-
-func (g *gate) exit() {
-	if g.n.Add(-1) == 0 && g.closed.Load() {
-		select {
-		case g.drained <- struct{}{}:
-		default:
+	err := sn.snap.Close()
+	if sn.s.gate.release() {
+		if _, cerr := sn.s.finish(); err == nil {
+			err = cerr
 		}
 	}
+	return err
 }
 
-// close shuts the gate and waits until nothing is inside. It reports false
-// if the gate was already closed.
-func (g *gate) close() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed.Swap(true) {
-		return false
-	}
-	for g.n.Load() > 0 {
-		select {
-		case <-g.drained:
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return true
-}
-
+// quietLogger drops Pebble's informational lines; it is the logger of the
+// raw-Pebble baselines that share Options (a Store has its own).
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any) {}

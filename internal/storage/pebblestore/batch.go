@@ -1,0 +1,211 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// batch is a storage.Batch on a Pebble batch.
+type batch struct {
+	b     *pebble.Batch
+	s     *Store
+	conds []storage.Cond
+	size  int   // bytes of conditions, counted against MaxBatchBytes
+	err   error // a write over the limit: the batch is refused
+	// entered is set while an Apply(sync) waits for durability.
+	entered bool
+}
+
+// entryOverhead bounds what Pebble adds to a batch per entry (kind, varint
+// lengths, sequence header), for the size check.
+const entryOverhead = 24
+
+// room refuses a write that would take the batch over MaxBatchBytes. Pebble
+// panics when a batch reaches 4 GiB; the store stops well before.
+func (b *batch) room(n int) error {
+	if b.err != nil {
+		return b.err
+	}
+	if b.b.Len()+b.size+n+entryOverhead > MaxBatchBytes {
+		b.err = fmt.Errorf("%w: the write would take the batch over %d bytes (it holds %d); split the Update", storage.ErrInvalid, MaxBatchBytes, b.b.Len()+b.size)
+		return b.err
+	}
+	return nil
+}
+
+func (b *batch) Set(key, value []byte) error {
+	if err := b.room(len(key) + len(value)); err != nil {
+		return err
+	}
+	return b.b.Set(key, value, nil)
+}
+
+func (b *batch) Delete(key []byte) error {
+	if err := b.room(len(key)); err != nil {
+		return err
+	}
+	return b.b.Delete(key, nil)
+}
+
+func (b *batch) DeleteRange(lo, hi []byte) error {
+	if err := b.room(len(lo) + len(hi)); err != nil {
+		return err
+	}
+	return b.b.DeleteRange(lo, hi, nil)
+}
+
+func (b *batch) Require(c storage.Cond) error {
+	if err := checkCond(c); err != nil {
+		return err
+	}
+	if err := b.room(c.Size()); err != nil {
+		return err
+	}
+	b.conds = append(b.conds, c)
+	b.size += c.Size() + entryOverhead
+	return nil
+}
+
+func checkCond(c storage.Cond) error {
+	switch c.Kind {
+	case storage.KeyAbsent, storage.KeyPresent, storage.KeyEquals:
+		if len(c.Key) == 0 {
+			return fmt.Errorf("%w: condition on an empty key", storage.ErrInvalid)
+		}
+	case storage.RangeEmpty:
+		if len(c.Key) == 0 || string(c.Key) >= string(c.End) {
+			return fmt.Errorf("%w: condition on an empty or unbounded range [%x, %x)", storage.ErrInvalid, c.Key, c.End)
+		}
+	default:
+		return fmt.Errorf("%w: unknown condition kind %d", storage.ErrInvalid, c.Kind)
+	}
+	return nil
+}
+
+func (b *batch) Empty() bool { return b.b.Empty() }
+func (b *batch) Len() int    { return int(b.b.Count()) }
+func (b *batch) Size() int   { return b.b.Len() }
+
+// Apply implements storage.Batch. A batch with conditions holds the
+// store's commit lock exclusively from the check until its writes are
+// visible; any other batch holds it shared, so it cannot slip between a
+// check and the writes that depend on it. Neither holds it across the
+// durability wait, so synced writers still share Pebble's group commit.
+func (b *batch) Apply(sync bool) (err error) {
+	if b.err != nil {
+		return b.err
+	}
+	if err := b.s.enter(); err != nil {
+		return err
+	}
+	if err := b.s.f.writable(); err != nil {
+		b.s.exit()
+		return err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			b.s.exit()
+		}
+	}()
+	if len(b.conds) > 0 {
+		b.s.commitMu.Lock()
+		defer b.s.commitMu.Unlock()
+		if err := b.s.check(b.conds); err != nil {
+			return err
+		}
+	} else {
+		b.s.commitMu.RLock()
+		defer b.s.commitMu.RUnlock()
+	}
+	defer b.s.f.recoverFatal(&err)
+	if sync {
+		if err := b.s.db.ApplyNoSyncWait(b.b, pebble.Sync); err != nil {
+			return b.s.f.wrap(err)
+		}
+		b.entered, keep = true, true // Wait exits the gate
+		return nil
+	}
+	return b.s.f.wrap(b.s.db.Apply(b.b, pebble.NoSync))
+}
+
+func (b *batch) Wait() (err error) {
+	if !b.entered {
+		return nil
+	}
+	b.entered = false
+	defer b.s.exit()
+	defer b.s.f.recoverFatal(&err)
+	return b.s.f.wrap(b.b.SyncWait())
+}
+
+// Close releases the batch, and the store if an Apply(true) was never
+// waited for, so that Close of the store cannot hang on it.
+func (b *batch) Close() error {
+	if b.entered {
+		b.entered = false
+		b.s.exit()
+	}
+	return b.b.Close()
+}
+
+// check evaluates conditions against the store as it is now. The caller
+// holds commitMu exclusively.
+func (s *Store) check(conds []storage.Cond) error {
+	for _, c := range conds {
+		ok, err := s.holds(c)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", storage.ErrConditionFailed, describe(c))
+		}
+	}
+	return nil
+}
+
+func (s *Store) holds(c storage.Cond) (bool, error) {
+	if c.Kind == storage.RangeEmpty {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: c.Key, UpperBound: c.End})
+		if err != nil {
+			return false, s.f.wrap(err)
+		}
+		found := it.First()
+		if err := it.Close(); err != nil {
+			return false, s.f.wrap(err)
+		}
+		return !found, nil
+	}
+	v, closer, err := s.db.Get(c.Key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return c.Kind == storage.KeyAbsent, nil
+	}
+	if err != nil {
+		return false, s.f.wrap(err)
+	}
+	defer closer.Close()
+	switch c.Kind {
+	case storage.KeyPresent:
+		return true, nil
+	case storage.KeyEquals:
+		return string(v) == string(c.Value), nil
+	}
+	return false, nil // KeyAbsent
+}
+
+func describe(c storage.Cond) string {
+	switch c.Kind {
+	case storage.KeyAbsent:
+		return fmt.Sprintf("key %x is present", c.Key)
+	case storage.KeyPresent:
+		return fmt.Sprintf("key %x is absent", c.Key)
+	case storage.KeyEquals:
+		return fmt.Sprintf("key %x does not hold the value read", c.Key)
+	case storage.RangeEmpty:
+		return fmt.Sprintf("range [%x, %x) is not empty", c.Key, c.End)
+	}
+	return "unknown condition"
+}

@@ -1,0 +1,296 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/tipkv/tipkv/codec"
+)
+
+// faults is how the store survives what Pebble treats as fatal, so that a
+// failing disk or a corrupt file never takes the host process down.
+//
+//   - Corruption. Pebble reports a corrupt table through its DataCorruption
+//     event (whose default handler exits the process) and returns an error
+//     to the read that met it. The store records the file and makes the
+//     error match codec.ErrCorrupt, naming the file; the rest of the store
+//     stays usable.
+//   - Fatal errors. Pebble calls its logger's Fatalf where it cannot go on
+//     (a commit whose WAL write failed, a manifest it cannot write); the
+//     default exits the process. The store records the error and fails:
+//     every later call returns it, Close leaves Pebble open (it cannot close
+//     cleanly then), and the caller reopens the store, in a new process, once
+//     the cause is fixed. If Fatalf runs inside one of the store's own calls
+//     it unwinds, by a panic the call recovers, to an error of that call; on
+//     one of Pebble's background goroutines it parks that goroutine for
+//     good, so Pebble never continues in the state it called fatal.
+//   - A disk that fills while Pebble flushes. Flushes fail in the
+//     background, memtables pile up and Pebble stops writes; a write would
+//     then block until the disk has room. Once writes are stopped while a
+//     background error stands, the store refuses new writes with that
+//     error, and Close does not wait for writes already blocked.
+type faults struct {
+	s      *Store
+	events func(Event)
+
+	failed atomic.Bool
+	halted atomic.Bool // writes stopped while a background error stands
+
+	mu       sync.Mutex
+	fatal    error
+	bgErr    error // the last background error; cleared by a successful flush
+	stopped  bool  // Pebble has stopped writes (a write stall)
+	corrupts []error
+	paths    map[string]bool
+}
+
+func (f *faults) init(s *Store, events func(Event)) {
+	f.s, f.events = s, events
+}
+
+func (f *faults) emit(e Event) {
+	if f.events != nil {
+		f.events(e)
+	}
+}
+
+// failure returns the error the store failed with, or nil.
+func (f *faults) failure() error {
+	if !f.failed.Load() {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fatal
+}
+
+func (f *faults) fail(err error) {
+	f.mu.Lock()
+	if f.fatal == nil {
+		f.fatal = fmt.Errorf("tipkv: the store failed and refuses every call until it is reopened: %w", err)
+		f.failed.Store(true)
+	}
+	f.mu.Unlock()
+	f.emit(Event{Kind: "fatal", Error: err, Info: err.Error()})
+	f.s.gate.signal() // a Close waiting on calls that will never finish
+}
+
+// stalled reports whether Pebble has stopped writes on a disk that fails.
+func (f *faults) stalled() bool { return f.halted.Load() || f.failed.Load() }
+
+// background returns the standing background error.
+func (f *faults) background() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bgErr
+}
+
+func (f *faults) updateHalted() {
+	h := f.stopped && f.bgErr != nil
+	f.halted.Store(h)
+	if h {
+		f.s.gate.signal()
+	}
+}
+
+// writable returns an error when writes must be refused: the store failed,
+// or Pebble stopped writes on a failing disk.
+func (f *faults) writable() error {
+	if err := f.failure(); err != nil {
+		return err
+	}
+	if f.halted.Load() {
+		return fmt.Errorf("tipkv: writes refused: the disk fails in the background and Pebble has stopped writes (free space, then retry): %w", f.background())
+	}
+	return nil
+}
+
+// wrap makes a corruption error match codec.ErrCorrupt and name the files
+// Pebble reported.
+func (f *faults) wrap(err error) error {
+	if err == nil || !pebble.IsCorruptionError(err) || errors.Is(err, codec.ErrCorrupt) {
+		return err
+	}
+	f.mu.Lock()
+	var files []string
+	for p := range f.paths {
+		files = append(files, p)
+	}
+	f.mu.Unlock()
+	if len(files) == 0 {
+		return fmt.Errorf("%w: %w", codec.ErrCorrupt, err)
+	}
+	return fmt.Errorf("%w: %w (corrupt file: %s)", codec.ErrCorrupt, err, strings.Join(files, ", "))
+}
+
+func (f *faults) corruptions() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]error(nil), f.corrupts...)
+}
+
+// listener returns the Pebble event listener of the store.
+func (f *faults) listener() *pebble.EventListener {
+	return &pebble.EventListener{
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			err := fmt.Errorf("%w: file %s: %v", codec.ErrCorrupt, info.Path, info.Details)
+			f.mu.Lock()
+			if f.paths == nil {
+				f.paths = map[string]bool{}
+			}
+			if !f.paths[info.Path] {
+				f.paths[info.Path] = true
+				f.corrupts = append(f.corrupts, err)
+			}
+			f.mu.Unlock()
+			f.emit(Event{Kind: "corruption", Error: err, Info: info.String()})
+		},
+		BackgroundError: func(err error) {
+			f.mu.Lock()
+			f.bgErr = err
+			f.updateHalted()
+			f.mu.Unlock()
+			f.emit(Event{Kind: "background-error", Error: err, Info: err.Error()})
+		},
+		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err == nil {
+				f.mu.Lock()
+				f.bgErr = nil
+				f.updateHalted()
+				f.mu.Unlock()
+			}
+			f.emit(Event{Kind: "flush", Error: info.Err, Info: info.String()})
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			f.emit(Event{Kind: "compaction", Error: info.Err, Info: info.String()})
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			f.mu.Lock()
+			f.stopped = true
+			f.updateHalted()
+			f.mu.Unlock()
+			f.emit(Event{Kind: "write-stall", Info: info.String()})
+		},
+		WriteStallEnd: func() {
+			f.mu.Lock()
+			f.stopped = false
+			f.updateHalted()
+			f.mu.Unlock()
+			f.emit(Event{Kind: "write-stall-end"})
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			f.emit(Event{Kind: "disk-slow", Info: info.String()})
+		},
+	}
+}
+
+// fatalPanic carries a Fatalf from Pebble up to the store call it happened
+// in.
+type fatalPanic struct{ err error }
+
+// recoverFatal turns a panic inside Pebble (a Fatalf, or Pebble's own
+// panic on a broken commit pipeline) into an error of the call and fails
+// the store. Use it deferred, in every store call that enters Pebble and
+// may write or open files.
+func (f *faults) recoverFatal(errp *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	var err error
+	switch r := r.(type) {
+	case fatalPanic:
+		err = r.err
+	case error:
+		err = fmt.Errorf("pebble panicked: %w", r)
+		f.fail(err)
+	default:
+		err = fmt.Errorf("pebble panicked: %v", r)
+		f.fail(err)
+	}
+	*errp = f.wrap(err)
+	if f.failed.Load() && !errors.Is(*errp, codec.ErrCorrupt) {
+		*errp = f.failure()
+	}
+}
+
+// Infof implements pebble.Logger: nothing, Pebble's events cover it.
+func (f *faults) Infof(string, ...any) {}
+
+// Errorf implements pebble.Logger.
+func (f *faults) Errorf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if f.events == nil {
+		fmt.Fprintf(os.Stderr, "tipkv: pebble: %s\n", msg)
+		return
+	}
+	f.emit(Event{Kind: "error", Info: msg})
+}
+
+// Fatalf implements pebble.Logger: see faults.
+func (f *faults) Fatalf(format string, args ...any) {
+	err := fmt.Errorf("pebble: "+format, args...)
+	if f.corruptLike(err) {
+		err = fmt.Errorf("%w: %w", codec.ErrCorrupt, err)
+	}
+	f.fail(err)
+	if onStoreCall() {
+		panic(fatalPanic{err})
+	}
+	select {} // a background goroutine of Pebble's: never go on
+}
+
+func (f *faults) corruptLike(err error) bool {
+	s := err.Error()
+	return pebble.IsCorruptionError(err) || strings.Contains(s, "corrupt") || strings.Contains(s, "checksum")
+}
+
+// onStoreCall reports whether the calling goroutine is inside one of the
+// store's calls, which recover a fatalPanic, rather than on a goroutine of
+// Pebble's own. It is for the rare fatal path only.
+func onStoreCall() bool {
+	var pcs [64]uintptr
+	n := runtime.Callers(3, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	for {
+		fr, more := frames.Next()
+		if strings.HasPrefix(fr.Function, pkgPath+".") && !strings.Contains(fr.Function, "(*faults)") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+const pkgPath = "github.com/tipkv/tipkv/internal/storage/pebblestore"
+
+// readOnlyLockFS lets a read-only open go on without the directory lock
+// when the file system is read-only (EROFS): Pebble creates LOCK to take
+// it, and nothing can write to such a store anyway.
+type readOnlyLockFS struct{ vfs.FS }
+
+func (fs readOnlyLockFS) Lock(name string) (io.Closer, error) {
+	l, err := fs.FS.Lock(name)
+	if err != nil && errors.Is(err, syscall.EROFS) {
+		return noLock{}, nil
+	}
+	return l, err
+}
+
+func (fs readOnlyLockFS) Unwrap() vfs.FS { return fs.FS }
+
+type noLock struct{}
+
+func (noLock) Close() error { return nil }
+
+
