@@ -3,15 +3,9 @@ package tipkv
 import (
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
@@ -26,14 +20,6 @@ import (
 // never reused) and records how the default value codec names struct
 // fields; format 1 stores are upgraded in place, keeping Go field names.
 const FormatVersion = 2
-
-// markerFile names the file that marks a directory as a tipkv store. It is
-// written before Pebble creates anything, so Open can refuse a directory
-// that is not a tipkv store, or is of a newer format, without changing it.
-// It says "creating" until the store's format key is durable, so that a
-// store that later loses its files is told apart from one that was never
-// finished.
-const markerFile = "TIPKV"
 
 // Options configure a DB. A nil *Options is valid and means the defaults.
 type Options struct {
@@ -117,49 +103,31 @@ type DB struct {
 // whose files were lost (its marker says it was created, but Pebble's files
 // or its data are gone) is refused with ErrCorrupt.
 func Open(dir string, opts *Options) (*DB, error) {
-	o := opts.withDefaults()
-	fs := vfs.Default
-	if o.InMemory {
-		fs = vfs.NewMem()
-		if dir == "" {
-			dir = "mem"
-		}
-	}
-	return open(dir, fs, o)
+	return open(dir, pebblestore.Config{InMemory: opts != nil && opts.InMemory}, opts.withDefaults())
 }
 
-func open(dir string, fs vfs.FS, o Options) (*DB, error) {
+func open(dir string, cfg pebblestore.Config, o Options) (*DB, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("%w: open: empty directory name", ErrInvalid)
-	}
-	if o.MemTableSize < pebblestore.MinMemTableSize {
-		return nil, fmt.Errorf("%w: open %s: MemTableSize %d is under the minimum of %d bytes", ErrInvalid, dir, o.MemTableSize, pebblestore.MinMemTableSize)
-	}
-	m, err := prepareDir(fs, dir, o.ReadOnly)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := pebblestore.Open(dir, pebblestore.Config{
-		FS:           fs,
-		CacheSize:    o.CacheSize,
-		MemTableSize: o.MemTableSize,
-		ReadOnly:     o.ReadOnly,
-	})
-	if err != nil {
-		if isLockError(err) {
-			return nil, fmt.Errorf("%w: open %s: the store is already open, in another process or this one (%v)", ErrLocked, dir, err)
+		if !cfg.InMemory {
+			return nil, fmt.Errorf("%w: open: empty directory name", ErrInvalid)
 		}
+		dir = "mem"
+	}
+	cfg.CacheSize, cfg.MemTableSize, cfg.ReadOnly = o.CacheSize, o.MemTableSize, o.ReadOnly
+	cfg.FormatVersion = FormatVersion
+	ps, err := pebblestore.Open(dir, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("tipkv: open %s: %w", dir, err)
 	}
-	db, err := newDB(ps, dir, o, m)
+	db, err := newDB(ps, dir, o, ps.Marker())
 	if err != nil {
 		_ = ps.Close()
 		return nil, err
 	}
-	if m.creating && !o.ReadOnly {
-		if err := writeMarker(fs, dir, false); err != nil {
+	if !o.ReadOnly {
+		if err := ps.Created(); err != nil {
 			_ = db.Close()
-			return nil, err
+			return nil, fmt.Errorf("tipkv: open %s: %w", dir, err)
 		}
 	}
 	return db, nil
@@ -168,142 +136,12 @@ func open(dir string, fs vfs.FS, o Options) (*DB, error) {
 // newDB wraps an open store: it checks (and on a new store writes, on an
 // older one upgrades) the format key. m describes the directory's marker
 // file; engines without a directory pass the zero marker.
-func newDB(s storage.Store, name string, o Options, m marker) (*DB, error) {
+func newDB(s storage.Store, name string, o Options, m pebblestore.Marker) (*DB, error) { // m: the zero Marker for engines without a directory
 	db := &DB{dir: name, opts: o, store: s, caps: s.Caps()}
 	if err := db.checkFormat(m); err != nil {
 		return nil, err
 	}
 	return db, nil
-}
-
-// isLockError reports whether Pebble failed to take the directory lock:
-// fcntl answers EAGAIN (or, as POSIX allows, EACCES) when another process
-// holds it, and Pebble says "lock held by current process" for this one.
-func isLockError(err error) bool {
-	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
-		return true
-	}
-	var pathErr *os.PathError
-	if errors.Is(err, syscall.EACCES) && !errors.As(err, &pathErr) {
-		return true
-	}
-	return strings.Contains(err.Error(), "lock held")
-}
-
-// marker is what a directory's marker file says.
-type marker struct {
-	exists   bool // the directory held a store before this Open
-	format   int
-	creating bool // the store was never finished (or is new)
-}
-
-// prepareDir checks that dir is empty, missing or a tipkv store of a format
-// this version reads, and marks a new store as being created. A store whose
-// marker says it was created but whose Pebble manifest is gone lost its
-// files: it is refused before Pebble can start an empty store in its place.
-func prepareDir(fs vfs.FS, dir string, readOnly bool) (marker, error) {
-	names, err := fs.List(dir)
-	if err != nil && !os.IsNotExist(err) {
-		return marker{}, fmt.Errorf("tipkv: open %s: %w", dir, err)
-	}
-	if len(names) == 0 {
-		if readOnly {
-			return marker{}, fmt.Errorf("tipkv: open %s read-only: %w", dir, ErrNotFound)
-		}
-		return marker{format: FormatVersion, creating: true}, writeMarker(fs, dir, true)
-	}
-	f, err := fs.Open(fs.PathJoin(dir, markerFile))
-	if err != nil {
-		return marker{}, fmt.Errorf("%w: %s is not a tipkv store (it holds files but no %s file)", ErrFormat, dir, markerFile)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 256))
-	if err != nil {
-		return marker{}, fmt.Errorf("tipkv: open %s: %w", dir, err)
-	}
-	v, creating, err := parseMarker(data)
-	if err != nil {
-		return marker{}, fmt.Errorf("%w: %s: %v", ErrFormat, filepath.Join(dir, markerFile), err)
-	}
-	if v > FormatVersion {
-		return marker{}, fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, dir, v, FormatVersion)
-	}
-	m := marker{exists: true, format: v, creating: creating}
-	if !creating && !hasManifest(names) {
-		return marker{}, fmt.Errorf("%w: %s has lost its files: its %s file says a store was created there, but Pebble's manifest is gone (restore it from a backup)", ErrCorrupt, dir, markerFile)
-	}
-	return m, nil
-}
-
-func hasManifest(names []string) bool {
-	for _, n := range names {
-		if strings.HasPrefix(n, "MANIFEST-") {
-			return true
-		}
-	}
-	return false
-}
-
-const (
-	markerPrefix   = "tipkv store format "
-	markerCreating = " creating"
-)
-
-// parseMarker reads a marker file: "tipkv store format N", followed by
-// " creating" while the store is being created.
-func parseMarker(data []byte) (v int, creating bool, err error) {
-	s := strings.TrimSpace(string(data))
-	if !strings.HasPrefix(s, markerPrefix) {
-		return 0, false, fmt.Errorf("not a tipkv marker")
-	}
-	s = strings.TrimPrefix(s, markerPrefix)
-	if strings.HasSuffix(s, markerCreating) {
-		s, creating = strings.TrimSuffix(s, markerCreating), true
-	}
-	v, err = strconv.Atoi(s)
-	if err != nil || v < 1 {
-		return 0, false, fmt.Errorf("bad format number %q", s)
-	}
-	return v, creating, nil
-}
-
-// writeMarker writes the marker file of format FormatVersion, atomically
-// (a temporary file renamed over it) and durably.
-func writeMarker(fs vfs.FS, dir string, creating bool) error {
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("tipkv: create %s: %w", dir, err)
-	}
-	path := fs.PathJoin(dir, markerFile)
-	tmp := path + ".tmp"
-	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return fmt.Errorf("tipkv: create %s: %w", path, err)
-	}
-	suffix := ""
-	if creating {
-		suffix = markerCreating
-	}
-	_, err = fmt.Fprintf(f, "%s%d%s\n", markerPrefix, FormatVersion, suffix)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = fs.Rename(tmp, path)
-	}
-	if err == nil {
-		var d vfs.File
-		if d, err = fs.OpenDir(dir); err == nil {
-			err = d.Sync()
-			_ = d.Close()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("tipkv: write %s: %w", path, err)
-	}
-	return nil
 }
 
 // Keys of the meta family (0x00).
@@ -324,12 +162,12 @@ func metaKey(name string) []byte {
 // is refused, an older one upgraded when the DB may write, and a store
 // whose marker says it was created but whose format key is gone has lost
 // its data.
-func (db *DB) checkFormat(m marker) error {
+func (db *DB) checkFormat(m pebblestore.Marker) error {
 	v, err := db.store.Get(formatKey)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		if m.exists && !m.creating {
-			return fmt.Errorf("%w: %s has lost its data: its %s file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.dir, markerFile)
+		if m.Exists && !m.Creating {
+			return fmt.Errorf("%w: %s has lost its data: its marker file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.dir)
 		}
 		if db.opts.ReadOnly {
 			return nil
@@ -484,7 +322,7 @@ func init() {
 	}
 	link.NewDB = func(s storage.Store, name string, opts any) (any, error) {
 		o, _ := opts.(*Options)
-		db, err := newDB(s, name, o.withDefaults(), marker{})
+		db, err := newDB(s, name, o.withDefaults(), pebblestore.Marker{})
 		if err != nil {
 			return nil, err
 		}

@@ -48,11 +48,11 @@ var (
 	// ErrFormat is returned by Open when the directory is not a tipkv store,
 	// or holds a store of a newer format than this version reads. Open
 	// changes nothing in that case.
-	ErrFormat = errors.New("tipkv: unsupported store")
+	ErrFormat = storage.ErrFormat
 
 	// ErrLocked is returned by Open when the store is already open, in
 	// another process or in this one: Pebble locks the directory. (A store
 	// that failed on a fatal disk error keeps its lock until the process
 	// exits.)
-	ErrLocked = errors.New("tipkv: store is locked")
+	ErrLocked = storage.ErrLocked
 )

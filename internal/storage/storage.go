@@ -50,6 +50,14 @@ var (
 	// Require did not hold at commit time. Nothing was written.
 	ErrConditionFailed = errors.New("tipkv: condition failed")
 
+	// ErrFormat is returned when a store is not a tipkv store, or holds a
+	// store of a newer format. Nothing is changed.
+	ErrFormat = errors.New("tipkv: unsupported store")
+
+	// ErrLocked is returned when an exclusive store is already open, in
+	// another process or this one.
+	ErrLocked = errors.New("tipkv: store is locked")
+
 	// ErrUnknownOutcome is returned by Apply when the batch may or may not
 	// have been applied: the request was sent and no answer came back.
 	// Retrying could apply it twice; read back to find out.
@@ -170,7 +178,8 @@ type Iter interface {
 // against the store as it is before the batch, atomically with the writes:
 // no other batch commits between the check and the apply.
 type Batch interface {
-	// Set stores value at key.
+	// Set stores value at key. A write over the engine's limits is
+	// ErrInvalid, here or at Apply, and the whole batch is refused.
 	Set(key, value []byte) error
 	// Delete removes key.
 	Delete(key []byte) error
@@ -178,7 +187,8 @@ type Batch interface {
 	DeleteRange(lo, hi []byte) error
 	// Require adds a condition that must hold at commit for the batch to
 	// apply; otherwise Apply fails with ErrConditionFailed and writes
-	// nothing.
+	// nothing. A malformed condition (an unknown kind, an empty key, an
+	// empty range) is ErrInvalid, here and again at Apply.
 	Require(c Cond) error
 	// Empty reports whether the batch holds no writes.
 	Empty() bool

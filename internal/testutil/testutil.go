@@ -2,10 +2,14 @@
 package testutil
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/storage/sharedstore"
 )
 
 // OpenMem opens an in-memory DB closed when the test ends.
@@ -26,4 +30,24 @@ func OpenDir(t testing.TB, opts *tipkv.Options) (*tipkv.DB, string) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	return db, dir
+}
+
+// OpenShared opens n DB handles on one in-memory store, each declaring a
+// shared engine (sharedstore): as if n processes shared an etcd cluster or
+// a SQL table. Each handle keeps its own memory. They close when the test
+// ends.
+func OpenShared(t testing.TB, n int, so sharedstore.Options, opts *tipkv.Options) []*tipkv.DB {
+	t.Helper()
+	ps, err := pebblestore.Open("shared", pebblestore.Config{InMemory: true, CacheSize: 16 << 20, FormatVersion: tipkv.FormatVersion})
+	require.NoError(t, err)
+	hub := sharedstore.New(ps, so)
+	dbs := make([]*tipkv.DB, n)
+	for i := range dbs {
+		d, err := link.NewDB(hub.Handle(), fmt.Sprintf("shared-%d", i), opts)
+		require.NoError(t, err)
+		db := d.(*tipkv.DB)
+		t.Cleanup(func() { _ = db.Close() })
+		dbs[i] = db
+	}
+	return dbs
 }

@@ -59,6 +59,9 @@ func (b *batch) DeleteRange(lo, hi []byte) error {
 
 func (b *batch) Require(c storage.Cond) error {
 	if err := checkCond(c); err != nil {
+		if b.err == nil {
+			b.err = err // the batch is refused as a whole
+		}
 		return err
 	}
 	if err := b.room(c.Size()); err != nil {

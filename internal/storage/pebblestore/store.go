@@ -31,10 +31,15 @@ const MinMemTableSize = 64 << 10
 
 // Config is how a store is opened.
 type Config struct {
-	FS           vfs.FS // nil: the OS file system
+	FS           vfs.FS // nil: the OS file system, or memory with InMemory
+	InMemory     bool   // a new store in memory, gone at Close
 	CacheSize    int64
 	MemTableSize uint64
 	ReadOnly     bool
+	// FormatVersion is the newest tipkv store format the caller reads: a
+	// directory whose marker names a newer one is refused, and a new
+	// store's marker names it. The default is 1.
+	FormatVersion int
 	// Events, if set, hears what Pebble reports (flushes, compactions,
 	// stalls, background errors, corruption), after the store has acted on
 	// it.
@@ -86,6 +91,11 @@ type Store struct {
 	gate gate
 	f    faults
 
+	fs     vfs.FS
+	dir    string
+	format int
+	marker Marker
+
 	// commitMu orders conditional batches against every other batch: a
 	// batch with conditions holds it exclusively from the check to the
 	// moment its writes are visible; any other batch holds it shared while
@@ -98,18 +108,34 @@ var (
 	_ storage.Admin = (*Store)(nil)
 )
 
-// Open opens or creates the Pebble store in dir.
+// Open opens or creates the store in dir: a directory that is empty or
+// missing (a new store), or that holds a tipkv store (its marker file
+// names a format no newer than cfg.FormatVersion). Anything else is
+// refused without a change: a directory that is not a tipkv store or of a
+// newer format with storage.ErrFormat, one that is locked by another
+// process (or this one) with storage.ErrLocked, one whose files were lost
+// with codec.ErrCorrupt.
 func Open(dir string, cfg Config) (s *Store, err error) {
 	if cfg.MemTableSize != 0 && cfg.MemTableSize < MinMemTableSize {
-		return nil, fmt.Errorf("%w: memtable size %d is under the minimum of %d bytes", storage.ErrInvalid, cfg.MemTableSize, MinMemTableSize)
+		return nil, fmt.Errorf("%w: MemTableSize %d is under the minimum of %d bytes", storage.ErrInvalid, cfg.MemTableSize, MinMemTableSize)
 	}
 	if cfg.FS == nil {
 		cfg.FS = vfs.Default
+		if cfg.InMemory {
+			cfg.FS = vfs.NewMem()
+		}
+	}
+	if cfg.FormatVersion == 0 {
+		cfg.FormatVersion = 1
+	}
+	m, err := prepareDir(cfg.FS, dir, cfg.FormatVersion, cfg.ReadOnly)
+	if err != nil {
+		return nil, err
 	}
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
 	opts := Options(cfg, cache)
-	s = &Store{}
+	s = &Store{fs: cfg.FS, dir: dir, format: cfg.FormatVersion, marker: m}
 	s.gate.init()
 	s.f.init(s, cfg.Events)
 	opts.Logger = &s.f
@@ -125,6 +151,9 @@ func Open(dir string, cfg Config) (s *Store, err error) {
 	defer s.f.recoverFatal(&err)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
+		if isLockError(err) {
+			return nil, fmt.Errorf("%w: the store is already open, in another process or this one (%v)", storage.ErrLocked, err)
+		}
 		return nil, s.f.wrap(err)
 	}
 	s.db = db
