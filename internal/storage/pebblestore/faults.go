@@ -292,5 +292,3 @@ func (fs readOnlyLockFS) Unwrap() vfs.FS { return fs.FS }
 type noLock struct{}
 
 func (noLock) Close() error { return nil }
-
-

@@ -36,10 +36,9 @@ type Hub struct {
 	s    storage.Store
 	opts Options
 
-	mu      sync.Mutex
-	refs    int
-	gen     chan struct{} // closed and replaced at every commit
-	closing bool
+	mu   sync.Mutex
+	refs int
+	gen  chan struct{} // closed and replaced at every commit
 }
 
 // New returns a hub over s; it closes s when its last handle closes.
@@ -76,7 +75,6 @@ type handle struct {
 	mu     sync.Mutex
 	closed bool
 	done   chan struct{}
-	once   sync.Once
 }
 
 var _ storage.Watcher = (*handle)(nil)
