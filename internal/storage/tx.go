@@ -71,7 +71,19 @@ func (t *Tx) State(key any, init func() any) any {
 // OnCommit nor OnAbort hooks run. That is the safe side: a queue's
 // visibility watermark stays below the write, so no consumer acts on a
 // message a crash could still erase; a restart settles what survived.
-func (t *Tx) Commit(sync bool) error {
+func (t *Tx) Commit(sync bool) (err error) {
+	applied := false
+	defer func() {
+		// A panic before the batch was applied (in a prepare hook, or in
+		// the engine) must not leave a hook's state behind: a lock taken by
+		// a prepare hook would otherwise be held for ever.
+		if r := recover(); r != nil {
+			if !applied {
+				t.Abort()
+			}
+			panic(r)
+		}
+	}()
 	for _, f := range t.prepare {
 		if err := f(); err != nil {
 			t.Abort()
@@ -82,6 +94,7 @@ func (t *Tx) Commit(sync bool) error {
 		t.Abort()
 		return err
 	}
+	applied = true
 	run(t.applied)
 	if err := t.Batch.Wait(); err != nil {
 		return err

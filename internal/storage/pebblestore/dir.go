@@ -1,8 +1,10 @@
 package pebblestore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/atomicfs"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/storage"
 )
@@ -77,7 +80,7 @@ func prepareDir(fs vfs.FS, dir string, format int, readOnly bool) (Marker, error
 	}
 	f, err := fs.Open(fs.PathJoin(dir, MarkerFile))
 	if err != nil {
-		return Marker{}, fmt.Errorf("%w: not a tipkv store (the directory holds files but no %s file)", storage.ErrFormat, MarkerFile)
+		return Marker{}, fmt.Errorf("%w: the directory is not a tipkv store (it holds files but no %s file)", storage.ErrFormat, MarkerFile)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, 256))
@@ -94,7 +97,107 @@ func prepareDir(fs vfs.FS, dir string, format int, readOnly bool) (Marker, error
 	if !creating && !hasManifest(names) {
 		return Marker{}, fmt.Errorf("%w: the store has lost its files: its %s file says a store was created here, but Pebble's manifest is gone (restore it from a backup)", codec.ErrCorrupt, MarkerFile)
 	}
+	if err := checkManifest(fs, dir); err != nil {
+		return Marker{}, err
+	}
 	return Marker{Exists: true, Format: v, Creating: creating}, nil
+}
+
+// checkManifest checks the current manifest chunk by chunk. Pebble's own
+// replay stops at the first bad record as if the file ended there, which is
+// right for a torn tail (a crash during the last write) but silently forgets
+// every table recorded after a flipped byte in the middle, and Pebble then
+// deletes those tables as obsolete. Its record reader does not tell the
+// two apart for manifests, so this does: a bad chunk followed anywhere
+// later in the file by a chunk whose checksum holds is damage, not a tear.
+func checkManifest(fs vfs.FS, dir string) error {
+	m, name, err := atomicfs.LocateMarker(fs, dir, "manifest")
+	if err != nil {
+		return nil // not a store Pebble finished creating: Pebble decides
+	}
+	_ = m.Close()
+	if name == "" {
+		return nil
+	}
+	f, err := fs.Open(fs.PathJoin(dir, name))
+	if err != nil {
+		return nil // Pebble reports it
+	}
+	data, err := io.ReadAll(f)
+	_ = f.Close()
+	if err != nil {
+		return fmt.Errorf("read manifest %s: %w", name, err)
+	}
+	if off := damagedAt(data); off >= 0 {
+		return fmt.Errorf("%w: manifest %s is damaged at byte %d: a valid record follows the bad one, so this is not a torn write; opening would forget the tables recorded after it (restore from a backup)", codec.ErrCorrupt, name, off)
+	}
+	return nil
+}
+
+// The manifest's record format (Pebble's record package, LevelDB's log
+// format): 32 KiB blocks of chunks, each a 7-byte header (masked CRC-32C of
+// type and payload, 2-byte length, 1-byte type 1-4) and its payload; a
+// block's last 6 bytes or fewer are zero padding.
+const (
+	recordBlock  = 32 << 10
+	recordHeader = 7
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// chunkAt reports the length of a valid chunk at off, or -1.
+func chunkAt(b []byte, off int) int {
+	if off+recordHeader > len(b) {
+		return -1
+	}
+	length := int(binary.LittleEndian.Uint16(b[off+4 : off+6]))
+	typ := b[off+6]
+	end := off + recordHeader + length
+	if typ < 1 || typ > 4 || end > len(b) || end > (off/recordBlock+1)*recordBlock {
+		return -1
+	}
+	c := crc32.Checksum(b[off+6:end], castagnoli)
+	if binary.LittleEndian.Uint32(b[off:off+4]) != (c>>15|c<<17)+0xa282ead8 {
+		return -1
+	}
+	return recordHeader + length
+}
+
+// damagedAt returns the offset of a bad chunk that a valid chunk follows,
+// or -1 if the file is whole or merely torn at its end.
+func damagedAt(b []byte) int {
+	off := 0
+	for off < len(b) {
+		blockEnd := (off/recordBlock + 1) * recordBlock
+		if blockEnd-off < recordHeader {
+			off = blockEnd // padding
+			continue
+		}
+		if n := chunkAt(b, off); n > 0 {
+			off += n
+			continue
+		}
+		if allZero(b[off:min(blockEnd, len(b))]) {
+			off = blockEnd // the rest of the block is padding
+			continue
+		}
+		for later := off + 1; later+recordHeader <= len(b); later++ {
+			if chunkAt(b, later) > 0 {
+				return off
+			}
+		}
+		return -1 // a torn tail
+	}
+	return -1
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func hasManifest(names []string) bool {

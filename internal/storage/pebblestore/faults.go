@@ -34,10 +34,13 @@ import (
 //     one of Pebble's background goroutines it parks that goroutine for
 //     good, so Pebble never continues in the state it called fatal.
 //   - A disk that fills while Pebble flushes. Flushes fail in the
-//     background, memtables pile up and Pebble stops writes; a write would
-//     then block until the disk has room. Once writes are stopped while a
-//     background error stands, the store refuses new writes with that
-//     error, and Close does not wait for writes already blocked.
+//     background (Pebble retries them at once), memtables pile up and Pebble
+//     stops writes; a write then blocks inside Pebble until the disk has
+//     room. Once writes are stopped while a background error stands, the
+//     store refuses every new write at once with that error (it matches
+//     syscall.ENOSPC on a full disk) and Close does not wait for the writes
+//     already blocked: they complete, acknowledged, if space returns. No
+//     call can unblock a write that is already inside Pebble's commit.
 type faults struct {
 	s      *Store
 	events func(Event)
@@ -94,11 +97,23 @@ func (f *faults) background() error {
 	return f.bgErr
 }
 
-func (f *faults) updateHalted() {
+// updateHalted recomputes whether writes are refused; f.mu is held. It
+// returns the event to emit (after unlocking) when that changed.
+func (f *faults) updateHalted() *Event {
 	h := f.stopped && f.bgErr != nil
-	f.halted.Store(h)
+	if f.halted.Swap(h) == h {
+		return nil
+	}
 	if h {
 		f.s.gate.signal()
+		return &Event{Kind: "writes-refused", Error: f.bgErr, Info: "Pebble stopped writes while the disk fails: new writes are refused until a flush succeeds"}
+	}
+	return &Event{Kind: "writes-resumed"}
+}
+
+func (f *faults) emitIf(e *Event) {
+	if e != nil {
+		f.emit(*e)
 	}
 }
 
@@ -157,18 +172,21 @@ func (f *faults) listener() *pebble.EventListener {
 		BackgroundError: func(err error) {
 			f.mu.Lock()
 			f.bgErr = err
-			f.updateHalted()
+			e := f.updateHalted()
 			f.mu.Unlock()
 			f.emit(Event{Kind: "background-error", Error: err, Info: err.Error()})
+			f.emitIf(e)
 		},
 		FlushEnd: func(info pebble.FlushInfo) {
+			var e *Event
 			if info.Err == nil {
 				f.mu.Lock()
 				f.bgErr = nil
-				f.updateHalted()
+				e = f.updateHalted()
 				f.mu.Unlock()
 			}
 			f.emit(Event{Kind: "flush", Error: info.Err, Info: info.String()})
+			f.emitIf(e)
 		},
 		CompactionEnd: func(info pebble.CompactionInfo) {
 			f.emit(Event{Kind: "compaction", Error: info.Err, Info: info.String()})
@@ -176,16 +194,18 @@ func (f *faults) listener() *pebble.EventListener {
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			f.mu.Lock()
 			f.stopped = true
-			f.updateHalted()
+			e := f.updateHalted()
 			f.mu.Unlock()
 			f.emit(Event{Kind: "write-stall", Info: info.String()})
+			f.emitIf(e)
 		},
 		WriteStallEnd: func() {
 			f.mu.Lock()
 			f.stopped = false
-			f.updateHalted()
+			e := f.updateHalted()
 			f.mu.Unlock()
 			f.emit(Event{Kind: "write-stall-end"})
+			f.emitIf(e)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
 			f.emit(Event{Kind: "disk-slow", Info: info.String()})

@@ -48,7 +48,7 @@ type Config struct {
 
 // Event is something Pebble reported, for logging.
 type Event struct {
-	Kind  string // "corruption", "background-error", "write-stall", "write-stall-end", "disk-slow", "fatal", "flush", "compaction"
+	Kind  string // "corruption", "background-error", "write-stall", "write-stall-end", "writes-refused", "writes-resumed", "disk-slow", "fatal", "flush", "compaction", "error"
 	Error error  // for errors
 	Info  string // Pebble's description
 }
