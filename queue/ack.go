@@ -32,7 +32,7 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		if err := c.owns(tx); err != nil {
 			return err
 		}
-		ss, st, err := c.beginAck(ids)
+		ss, err := c.beginAck(ids)
 		if err != nil {
 			return err
 		}
@@ -42,10 +42,8 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		for i, s := range ss {
 			es[i] = s.e
 		}
-		if err := c.deleteRuns(tx.Batch, seqs(es)); err != nil {
-			return err
-		}
-		return tx.Batch.Set(c.k.state, st)
+		c.writeState(tx, es)
+		return c.deleteRuns(tx.Batch, seqs(es))
 	})
 	if err != nil {
 		return fmt.Errorf("queue %q: ack: %w", c.name, err)
@@ -54,12 +52,12 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 }
 
 // beginAck checks ids and marks their messages busy. It returns their
-// states before, and the queue-state value for after the ack.
-func (c *core) beginAck(ids []ID) ([]saved, []byte, error) {
+// states before.
+func (c *core) beginAck(ids []ID) ([]saved, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, nil, tipkv.ErrClosed
+		return nil, tipkv.ErrClosed
 	}
 	ss := make([]saved, 0, len(ids))
 	defer func() {
@@ -70,21 +68,19 @@ func (c *core) beginAck(ids []ID) ([]saved, []byte, error) {
 	for _, id := range ids {
 		e, err := c.leased(id)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if e.mark {
-			return nil, nil, fmt.Errorf("%w: message id %s given twice", tipkv.ErrInvalid, id)
+			return nil, fmt.Errorf("%w: message id %s given twice", tipkv.ErrInvalid, id)
 		}
 		e.mark = true
 		ss = append(ss, saved{e: e, state: e.state, deadline: e.deadline})
 	}
-	es := make([]*entry, len(ss))
-	for i, s := range ss {
+	for _, s := range ss {
 		s.e.mark = false
-		es[i] = s.e
 		c.setState(s.e, stBusy, time.Time{})
 	}
-	return ss, c.stateAfter(es), nil
+	return ss, nil
 }
 
 // consumed forgets messages whose removal committed.

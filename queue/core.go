@@ -33,6 +33,7 @@ import (
 type core struct {
 	db    *tipkv.DB
 	store storage.Store
+	sh    *shared
 	name  string
 	k     keys
 
@@ -61,6 +62,10 @@ type core struct {
 	nwaiting int
 
 	deadBusy map[int64]bool // dead letters being requeued or discarded
+
+	// last is the newest queue state applied to the store (or loaded from
+	// it). Only a Tx holding sh.stateMu changes it.
+	last state
 }
 
 // block is one enqueue's run of sequence numbers [start, start+n).
@@ -119,10 +124,12 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
+	sh := reg.Get(sharedKey{}, func() any { return new(shared) }).(*shared)
 	c := reg.Get(registryKey{name}, func() any {
 		return &core{
 			db:       db,
 			store:    store,
+			sh:       sh,
 			name:     name,
 			k:        newKeys(name),
 			closedCh: make(chan struct{}),
@@ -211,6 +218,7 @@ func (c *core) load() error {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
 	c.next, c.watermark, c.cursor, c.fresh = tail, tail, tail, count
+	c.last = st
 	if first != 0 {
 		c.cursor = first
 	}
@@ -306,11 +314,6 @@ func (c *core) headWithout(es []*entry) int64 {
 		e.mark = false
 	}
 	return h
-}
-
-// stateAfter is the queue-state value a batch that consumes es writes.
-func (c *core) stateAfter(es []*entry) []byte {
-	return appendState(nil, state{head: c.headWithout(es), tail: c.next})
 }
 
 func (c *core) addEntry(e *entry) {

@@ -51,17 +51,24 @@
 // consumed and deleted once the batch commits, and tail is the next
 // sequence number the process would assign. Both are lower bounds, and a
 // crash can never leave them ahead of the messages they describe, because
-// they commit in the same batch as the deletes. (A batch that commits
-// after a later one may write a lower head; that costs a longer walk at the
-// next load, never a message.)
+// they commit in the same batch as the deletes.
 //
-// Enqueues do not write the state key: concurrent enqueues commit out of
-// order, and an earlier-numbered batch applied last would move the tail
-// back. Instead the tail is found when a queue is first opened in a
-// process: one walk from the stored head to the end of the queue counts the
-// live messages and finds the last, and tail = max(stored tail, last + 1,
-// last dead letter + 1). The walk starts at the head, so it never passes
-// consumed messages.
+// Neither ever moves back, whatever order batches commit in. The state
+// value is computed as late as possible, just before the batch is applied
+// (after the function of its Update has returned), under one lock for the
+// DB that is held until the batch is applied: state values are applied in
+// the order they were computed, and each is at least the one applied
+// before it. An Ack inside a long Update thus never writes the tail it
+// would have seen when it was called. (Pebble loses no write while keeping
+// a later one, so a state value that survives a crash describes the
+// batches applied before it too.)
+//
+// Enqueues do not write the state key: the tail is found when a queue is
+// first opened in a process, by one walk from the stored head to the end
+// of the queue that also counts the live messages (which the walk is
+// needed for anyway), and tail = max(stored tail, last + 1, last dead
+// letter + 1). The walk starts at the head, so it never passes consumed
+// messages.
 //
 // # Deletes
 //

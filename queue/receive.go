@@ -315,13 +315,8 @@ func (c *core) commitTake(ts []*taken, pop bool, lease time.Duration) error {
 		if len(consumed) == 0 {
 			return nil
 		}
-		if err := c.deleteRuns(b, seqs(consumed)); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		st := c.stateAfter(consumed)
-		c.mu.Unlock()
-		return b.Set(c.k.state, st)
+		c.writeState(tx, consumed)
+		return c.deleteRuns(b, seqs(consumed))
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
