@@ -68,7 +68,11 @@
 // of the queue that also counts the live messages (which the walk is
 // needed for anyway), and tail = max(stored tail, last + 1, last dead
 // letter + 1). The walk starts at the head, so it never passes consumed
-// messages.
+// messages. Writing the tail in every enqueue as well would put every
+// enqueue of the DB under the state lock: measured with 8 producers, that
+// made enqueues 1.4-1.8x slower without sync and 1.1-1.3x slower with it
+// (BenchmarkEnqueueState), and saved nothing while the count needs the
+// walk.
 //
 // # Deletes
 //
