@@ -95,12 +95,24 @@ func (c *core) consumed(ss []saved) {
 }
 
 // Release gives up the lease that id names: the message becomes visible
-// again after delay (at once if delay <= 0). Its attempt count stays as
-// it is. A delay is written to the message (one synced write), so it holds
-// across a restart; a release without delay changes memory only. An ID
-// that no longer names the message's lease gives ErrLeaseLost.
+// again after delay (at once if delay <= 0), by the DB's clock. Its attempt
+// count stays as it is. A delay is written to the message (one synced
+// write), so it holds across a restart; a release without delay changes
+// memory only. An ID that no longer names the message's lease gives
+// ErrLeaseLost; a delay that would end after 2262 (see EnqueueAt) is
+// tipkv.ErrInvalid, and the lease goes on.
 func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	c := q.c
+	var at time.Time
+	if delay > 0 {
+		now, err := c.now()
+		if err == nil {
+			at, err = after(now, delay)
+		}
+		if err != nil {
+			return fmt.Errorf("queue %q: release message %d: %w", c.name, id.seq, err)
+		}
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -122,7 +134,6 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	c.setState(e, stBusy, time.Time{})
 	c.mu.Unlock()
 
-	at := time.Now().Add(delay)
 	key := c.k.item(nil, e.seq)
 	err = link.Write(c.db, func(tx *storage.Tx) error {
 		v, err := c.store.Get(key)
@@ -149,14 +160,24 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	return nil
 }
 
-// Extend sets the lease that id names to end lease from now. It works
-// while the lease holds, and after it ended as long as nobody has received
-// the message since; otherwise it returns ErrLeaseLost. It changes memory
+// Extend sets the lease that id names to end lease from now, by the DB's
+// clock. It works while the lease holds, and after it ended as long as
+// nobody has received the message since; otherwise it returns
+// ErrLeaseLost. lease <= 0, or a lease that would end after 2262, is
+// tipkv.ErrInvalid, and the lease goes on as before. It changes memory
 // only.
 func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	c := q.c
 	if lease <= 0 {
 		return fmt.Errorf("%w: queue %q: extend message %d by %v: want lease > 0", tipkv.ErrInvalid, c.name, id.seq, lease)
+	}
+	now, err := c.now()
+	if err != nil {
+		return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
+	}
+	deadline, err := after(now, lease)
+	if err != nil {
+		return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -167,6 +188,6 @@ func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("extend: %w", err)
 	}
-	c.setState(e, stLeased, time.Now().Add(lease))
+	c.setState(e, stLeased, deadline)
 	return nil
 }

@@ -34,6 +34,7 @@ type core struct {
 	db    *tipkv.DB
 	store storage.Store
 	sh    *shared
+	clock func() time.Time // the DB's Options.Clock
 	name  string
 	k     keys
 
@@ -44,6 +45,7 @@ type core struct {
 	closed   bool
 	closedCh chan struct{} // closed when the DB closes
 	changed  chan struct{} // closed and replaced when a message may have become visible
+	sleepers int           // goroutines asleep in Wait
 
 	next      int64
 	watermark int64
@@ -124,12 +126,17 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh := reg.Get(sharedKey{}, func() any { return new(shared) }).(*shared)
+	clock, err := link.Clock(db)
+	if err != nil {
+		return nil, err
+	}
+	sh := sharedOf(reg)
 	c := reg.Get(registryKey{name}, func() any {
 		return &core{
 			db:       db,
 			store:    store,
 			sh:       sh,
+			clock:    clock,
 			name:     name,
 			k:        newKeys(name),
 			closedCh: make(chan struct{}),
@@ -232,6 +239,16 @@ func closeIter(it storage.Iter) error {
 		err = cerr
 	}
 	return err
+}
+
+// now reads the clock. A time that a message header cannot hold (see
+// checkTime) is an error matching tipkv.ErrInvalid.
+func (c *core) now() (time.Time, error) {
+	now := c.clock()
+	if err := checkTime(now); err != nil {
+		return time.Time{}, fmt.Errorf("the clock reads %w", err)
+	}
+	return now, nil
 }
 
 // alloc takes n sequence numbers for an enqueue.

@@ -29,6 +29,18 @@
 // committed or failed, and reads stop there, so a consumer never skips a
 // message that commits after a later one.
 //
+// # Time
+//
+// Every time a queue reads or stores comes from the DB's clock
+// (tipkv.Options.Clock): enqueue and dead-letter times, the ends of leases,
+// delays and backoffs, and the now that decides what is visible. A test
+// injects a clock to drive lease expiry and delays without sleeping. Wait
+// sleeps on a wall-clock timer for the time the DB's clock says is left;
+// after moving an injected clock, call Wake and every Wait checks again.
+// Stored times are Unix nanoseconds, so times before 1970 or after 2262
+// are refused with tipkv.ErrInvalid by the call that would store or
+// compute them (see EnqueueAt).
+//
 // # Keys
 //
 //	item         02 | name | asc(seq)   item header | payload

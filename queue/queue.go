@@ -99,11 +99,19 @@ func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 	return q.enqueue(w, time.Time{}, items)
 }
 
-// EnqueueAt is Enqueue for messages that stay invisible until at. A
-// delayed message keeps its place in the queue: it holds the head, so the
-// queue's memory of delivered messages and its restart walk both grow with
-// the number of messages enqueued behind it until it is consumed. Use
-// delays of seconds to hours, not months.
+// EnqueueAt is Enqueue for messages that stay invisible until at, by the
+// DB's clock (tipkv.Options.Clock); the zero time means now. A delayed
+// message keeps its place in the queue: it holds the head, so the queue's
+// memory of delivered messages and its restart walk both grow with the
+// number of messages enqueued behind it until it is consumed. Use delays
+// of seconds to hours, not months.
+//
+// Times are stored as Unix nanoseconds: a time before 1970 or after
+// 2262-04-11T23:47:16.854775807Z is refused with tipkv.ErrInvalid, and
+// nothing is written. The same holds for every time a queue computes: a
+// lease, delay or backoff that would end after that is refused by the call
+// that asks for it, and so is every call while the clock reads a time
+// outside that range.
 func (q *Queue[T]) EnqueueAt(w tipkv.Writer, at time.Time, items ...T) error {
 	return q.enqueue(w, at, items)
 }
@@ -112,11 +120,20 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 	if len(items) == 0 {
 		return nil
 	}
+	if !at.IsZero() {
+		if err := checkTime(at); err != nil {
+			return fmt.Errorf("queue %q: enqueue at: %w", q.c.name, err)
+		}
+	}
+	now, err := q.c.now()
+	if err != nil {
+		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
+	}
 	// Encode everything first: a value that fails or is too large must
 	// leave nothing in w's batch, and no sequence number taken.
 	eb := encodeBufs.Get().(*encodeBuf)
 	defer eb.put()
-	h := header{enqueued: time.Now().UnixNano(), at: unixNano(at)}
+	h := header{enqueued: now.UnixNano(), at: unixNano(at)}
 	buf, ends := eb.buf[:0], eb.ends[:0]
 	for i, v := range items {
 		if i == 1 {
@@ -136,7 +153,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		ends = append(ends, len(buf))
 	}
 	eb.buf, eb.ends = buf, ends
-	err := link.Write(w, func(tx *storage.Tx) error {
+	err = link.Write(w, func(tx *storage.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}

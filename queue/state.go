@@ -3,6 +3,7 @@ package queue
 import (
 	"sync"
 
+	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
@@ -19,6 +20,20 @@ type shared struct {
 	// queue in hook order could deadlock. It is held only across the
 	// memtable apply, never across a WAL sync.
 	stateMu sync.Mutex
+
+	mu   sync.Mutex
+	wake chan struct{} // closed and replaced by Wake
+}
+
+func sharedOf(reg *link.Registry) *shared {
+	return reg.Get(sharedKey{}, func() any { return &shared{wake: make(chan struct{})} }).(*shared)
+}
+
+// wakeCh returns the channel that the next Wake closes.
+func (sh *shared) wakeCh() <-chan struct{} {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.wake
 }
 
 type sharedKey struct{}

@@ -6,18 +6,24 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // Wait blocks until a message is visible, then returns nil; Receive may
 // still find nothing if another consumer is faster. It returns ctx.Err()
 // when ctx ends first, and an error matching tipkv.ErrClosed when the DB
-// closes.
+// closes. ReceiveWait does both in one call.
 //
 // Wait does not poll. It sleeps on an in-process notification that commits
 // fire once they have returned (enqueues in this process, releases, failed
 // writes that make messages visible again), and on a timer set to the
 // earliest moment a lease or a delay ends. A DB belongs to one process, so
 // every enqueue comes through this notification.
+//
+// Visibility follows the DB's clock (tipkv.Options.Clock), but the timer
+// runs on the wall clock: it sleeps for as long as the DB's clock says is
+// left, then checks again. With an injected clock that jumps, call Wake
+// after moving it, and every Wait checks again at once.
 func (q *Queue[T]) Wait(ctx context.Context) error {
 	c := q.c
 	var timer *time.Timer
@@ -27,7 +33,8 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 		}
 	}()
 	for {
-		ch, deadline, err := c.visible(time.Now())
+		wake := c.sh.wakeCh()
+		ch, left, err := c.visible()
 		if err != nil || ch == nil {
 			if err != nil {
 				err = fmt.Errorf("queue %q: wait: %w", c.name, err)
@@ -35,48 +42,81 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 			return err
 		}
 		var tc <-chan time.Time
-		if !deadline.IsZero() {
-			d := time.Until(deadline)
+		if left > 0 {
 			if timer == nil {
-				timer = time.NewTimer(d)
+				timer = time.NewTimer(left)
 			} else {
-				timer.Reset(d)
+				timer.Reset(left)
 			}
 			tc = timer.C
 		}
 		select {
 		case <-ch:
+		case <-wake:
 		case <-tc:
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
 		case <-c.closedCh:
-			return fmt.Errorf("queue %q: wait: %w", c.name, tipkv.ErrClosed)
+			err = fmt.Errorf("queue %q: wait: %w", c.name, tipkv.ErrClosed)
+		}
+		c.mu.Lock()
+		c.sleepers--
+		c.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
 }
 
-// visible returns a nil channel when a message is visible at now.
-// Otherwise it returns the channel that the next change closes, and the
-// earliest time a leased or waiting message becomes visible (zero if
-// none).
-func (c *core) visible(now time.Time) (<-chan struct{}, time.Time, error) {
+// Wake makes every Wait and ReceiveWait on the queues of db check again
+// what is visible now by the DB's clock. Call it after moving an injected
+// clock (tipkv.Options.Clock) forward, so that leases and delays that have
+// ended by the new time take effect at once; with the default clock it is
+// never needed. A DB that is nil or closed is left alone.
+func Wake(db *tipkv.DB) {
+	reg, err := link.Services(db)
+	if err != nil {
+		return
+	}
+	sh := sharedOf(reg)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	close(sh.wake)
+	sh.wake = make(chan struct{})
+}
+
+// visible returns a nil channel when a message is visible now. Otherwise
+// it returns the channel that the next change closes, and how long until
+// the earliest time a leased or waiting message becomes visible (zero if
+// none), and counts the caller as asleep until it decrements sleepers.
+func (c *core) visible() (<-chan struct{}, time.Duration, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, time.Time{}, tipkv.ErrClosed
+		return nil, 0, tipkv.ErrClosed
+	}
+	now, err := c.now()
+	if err != nil {
+		return nil, 0, err
 	}
 	c.expire(now)
 	if c.nready > 0 {
-		return nil, time.Time{}, nil
+		return nil, 0, nil
 	}
 	if c.fresh > 0 {
 		ok, err := c.freshVisible(now)
 		if err != nil || ok {
-			return nil, time.Time{}, err
+			return nil, 0, err
 		}
 	}
-	deadline, _ := c.nextDeadline()
-	return c.changed, deadline, nil
+	var left time.Duration
+	if deadline, ok := c.nextDeadline(); ok {
+		// At least 1ns: a deadline that passes between expire and here
+		// still needs a timer.
+		left = max(deadline.Sub(now), 1)
+	}
+	c.sleepers++
+	return c.changed, left, nil
 }
 
 // freshVisible reports whether a message in [cursor, watermark) is visible
