@@ -102,7 +102,11 @@ func (c *core) consumed(ss []saved) {
 // ErrLeaseLost; a delay that would end after 2262 (see EnqueueAt) is
 // tipkv.ErrInvalid, and the lease goes on.
 func (q *Queue[T]) Release(id ID, delay time.Duration) error {
-	c := q.c
+	return q.c.release(id, delay, "release")
+}
+
+// release is Release; op names the call in errors.
+func (c *core) release(id ID, delay time.Duration, op string) error {
 	var at time.Time
 	if delay > 0 {
 		now, err := c.now()
@@ -110,18 +114,18 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 			at, err = after(now, delay)
 		}
 		if err != nil {
-			return fmt.Errorf("queue %q: release message %d: %w", c.name, id.seq, err)
+			return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, id.seq, err)
 		}
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return fmt.Errorf("queue %q: release: %w", c.name, tipkv.ErrClosed)
+		return fmt.Errorf("queue %q: %s: %w", c.name, op, tipkv.ErrClosed)
 	}
 	e, err := c.leased(id)
 	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("release: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if delay <= 0 {
 		e.lease = 0
@@ -149,7 +153,7 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	})
 	if err != nil {
 		c.restore([]saved{s})
-		return fmt.Errorf("queue %q: release message %d: %w", c.name, e.seq, err)
+		return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, e.seq, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

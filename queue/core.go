@@ -96,10 +96,11 @@ const (
 // entry is a message in [head, cursor) that is still live.
 type entry struct {
 	seq      int64
-	state    entryState
 	lease    uint64    // the lease token an Ack may still name; 0: none
 	deadline time.Time // stLeased: lease end; stWaiting: visible-at
 	gen      uint32    // bumped on every state change; older heap items are stale
+	attempts uint32    // deliveries, as of the last one in this process
+	state    entryState
 	removed  bool
 	mark     bool // scratch, under mu
 }

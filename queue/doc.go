@@ -15,11 +15,27 @@
 //
 // Receive leases messages (at least once): Ack deletes them, Release or an
 // ended lease makes them visible again, and every delivery is counted in
-// the stored message before Receive returns. A message delivered
-// MaxAttempts times that becomes visible again moves to the queue's
-// dead-letter queue, where DeadLetters lists it and Requeue or Discard
-// handle it. Pop receives and deletes in one write (at most once). Peek
-// reads without leasing. Wait blocks until a message is visible.
+// the stored message before Receive returns. Retry is Release after a
+// failed attempt, with the delay the handle's Options.Backoff gives for
+// the attempts so far. A message delivered MaxAttempts times that becomes
+// visible again moves to the queue's dead-letter queue, where DeadLetters
+// lists it and Requeue or Discard handle it. Pop receives and deletes in
+// one write (at most once). Peek reads without leasing. Wait blocks until
+// a message is visible; ReceiveWait blocks until it can lease some, which
+// makes the loop of a long-running consumer (ExampleQueue_ReceiveWait has
+// it in full, with its errors):
+//
+//	for {
+//		msgs, err := q.ReceiveWait(ctx, 100, time.Minute) // ctx.Err() at shutdown
+//		...
+//		for _, m := range msgs {
+//			if handle(m.Value) != nil {
+//				q.Retry(m.ID) // visible again after a backoff
+//			} else {
+//				q.Ack(db, m.ID)
+//			}
+//		}
+//	}
 //
 // Consumers see a message only once the commit that wrote it has returned
 // (after its WAL sync, unless the DB is NoSync): Pebble shows a write to

@@ -37,6 +37,12 @@ type Options[T any] struct {
 	// time a Receive or Pop reaches it, instead of being delivered. A
 	// negative value means no limit. The default is DefaultMaxAttempts.
 	MaxAttempts int
+
+	// Backoff is how long Retry keeps a message invisible after a failed
+	// delivery, given its deliveries so far (1 after the first). A result
+	// <= 0 makes it visible at once. It is called without locks held and
+	// must be safe for concurrent use. The default is DefaultBackoff.
+	Backoff func(attempts int) time.Duration
 }
 
 // Queue is a handle on one FIFO queue in a DB: messages of type T, oldest
@@ -49,6 +55,7 @@ type Queue[T any] struct {
 	c           *core
 	codec       codec.Value[T]
 	maxAttempts int
+	backoff     func(attempts int) time.Duration
 }
 
 // Open returns a handle on the queue called name in db, creating nothing
@@ -62,10 +69,13 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if len(name) > MaxNameSize {
 		return nil, fmt.Errorf("%w: queue %.32q...: name is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, name, len(name), MaxNameSize)
 	}
-	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts}
+	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts, backoff: DefaultBackoff}
 	if opts != nil {
 		if opts.Codec != nil {
 			q.codec = opts.Codec
+		}
+		if opts.Backoff != nil {
+			q.backoff = opts.Backoff
 		}
 		if opts.MaxAttempts != 0 {
 			q.maxAttempts = opts.MaxAttempts

@@ -353,6 +353,7 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 			continue
 		}
 		t.e.lease = newLease()
+		t.e.attempts = uint32(t.hdr.attempts + 1)
 		t.lease = t.e.lease
 		c.setState(t.e, stLeased, deadline)
 	}
