@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/binary"
 	"sync"
 
 	"github.com/tipkv/tipkv/internal/link"
@@ -41,10 +42,15 @@ type sharedKey struct{}
 // txState is the queue-state writes of one Tx, in the Tx's State under
 // txStateKey.
 type txState struct {
-	sh     *shared
-	writes []*stateWrite // one per queue, in order of first use
-	locked bool          // sh.stateMu is held
+	sh     *shared // nil until the hooks are registered
+	tx     *storage.Tx
+	writes []stateWrite // one per queue, in order of first use
+	one    [1]stateWrite
+	buf    [2 + 2*binary.MaxVarintLen64]byte
+	locked bool // sh.stateMu is held
 }
+
+func newTxState() any { return new(txState) }
 
 type txStateKey struct{}
 
@@ -61,32 +67,32 @@ type stateWrite struct {
 // assign, both computed just before the batch is applied. Several calls in
 // one Tx for one queue add up.
 func (c *core) writeState(tx *storage.Tx, es []*entry) {
-	ts := tx.State(txStateKey{}, func() any {
-		ts := &txState{sh: c.sh}
-		tx.OnPrepare(func() error { return ts.prepare(tx) })
+	// (Allocations matter here: an Ack of one message runs this.)
+	ts := tx.State(txStateKey{}, newTxState).(*txState)
+	if ts.sh == nil {
+		ts.sh, ts.tx, ts.writes = c.sh, tx, ts.one[:0]
+		tx.OnPrepare(ts.prepare)
 		tx.OnApplied(ts.applied)
 		tx.OnAbort(ts.unlock)
-		return ts
-	}).(*txState)
-	for _, w := range ts.writes {
-		if w.c == c {
+	}
+	for i := range ts.writes {
+		if w := &ts.writes[i]; w.c == c {
 			w.consumed = append(w.consumed, es...)
 			return
 		}
 	}
-	ts.writes = append(ts.writes, &stateWrite{c: c, consumed: es})
+	ts.writes = append(ts.writes, stateWrite{c: c, consumed: es})
 }
 
 // prepare takes the state lock and adds the state values to the batch.
 // If it fails, the Tx aborts and unlock runs.
-func (ts *txState) prepare(tx *storage.Tx) error {
+func (ts *txState) prepare() error {
 	ts.sh.stateMu.Lock()
 	ts.locked = true
-	var buf []byte
-	for _, w := range ts.writes {
+	for i := range ts.writes {
+		w := &ts.writes[i]
 		w.st = w.c.stateFor(w.consumed)
-		buf = appendState(buf[:0], w.st)
-		if err := tx.Batch.Set(w.c.k.state, buf); err != nil {
+		if err := ts.tx.Batch.Set(w.c.k.state, appendState(ts.buf[:0], w.st)); err != nil {
 			return err
 		}
 	}
@@ -96,7 +102,8 @@ func (ts *txState) prepare(tx *storage.Tx) error {
 // applied records the values as the queues' newest stored state and
 // releases the lock.
 func (ts *txState) applied() {
-	for _, w := range ts.writes {
+	for i := range ts.writes {
+		w := &ts.writes[i]
 		w.c.stored(w.st)
 	}
 	ts.unlock()
