@@ -87,7 +87,9 @@
 // DB that is held until the batch is applied: state values are applied in
 // the order they were computed, and each is at least the one applied
 // before it. An Ack inside a long Update thus never writes the tail it
-// would have seen when it was called. (Pebble loses no write while keeping
+// would have seen when it was called. The lock covers the apply to the
+// memtable, not the WAL sync, so synced consumers still share group
+// commits. (Pebble loses no write while keeping
 // a later one, so a state value that survives a crash describes the
 // batches applied before it too.)
 //

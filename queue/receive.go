@@ -16,7 +16,7 @@ import (
 // Message is one message read from a queue. Its memory belongs to the
 // caller.
 type Message[T any] struct {
-	// ID names this delivery for Ack, Release and Extend. It is the zero
+	// ID names this delivery for Ack, Release, Retry and Extend. It is the zero
 	// ID for messages from Peek and Pop.
 	ID ID
 	// Seq is the message's position in the queue: later enqueues get

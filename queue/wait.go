@@ -72,7 +72,7 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 // what is visible now by the DB's clock. Call it after moving an injected
 // clock (tipkv.Options.Clock) forward, so that leases and delays that have
 // ended by the new time take effect at once; with the default clock it is
-// never needed. A DB that is nil or closed is left alone.
+// never needed. Wake of a nil DB does nothing.
 func Wake(db *tipkv.DB) {
 	reg, err := link.Services(db)
 	if err != nil {
