@@ -23,7 +23,9 @@ import (
 // Visibility follows the DB's clock (tipkv.Options.Clock), but the timer
 // runs on the wall clock: it sleeps for as long as the DB's clock says is
 // left, then checks again. With an injected clock that jumps, call Wake
-// after moving it, and every Wait checks again at once.
+// after moving it, and every Wait checks again at once. (An injected clock
+// that stands still does not make Wait spin: while the timer finds the
+// clock where it was, each sleep is twice the last, up to a second.)
 func (q *Queue[T]) Wait(ctx context.Context) error {
 	c := q.c
 	var timer *time.Timer
@@ -32,9 +34,12 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 			timer.Stop()
 		}
 	}()
+	var set time.Time       // the clock when the timer was set
+	var sleep time.Duration // what it was set to
+	fired := false
 	for {
 		wake := c.sh.wakeCh()
-		ch, left, err := c.visible()
+		ch, left, now, err := c.visible()
 		if err != nil || ch == nil {
 			if err != nil {
 				err = fmt.Errorf("queue %q: wait: %w", c.name, err)
@@ -43,17 +48,21 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 		}
 		var tc <-chan time.Time
 		if left > 0 {
+			sleep = timerSleep(left, sleep, fired && now.Equal(set))
+			set = now
 			if timer == nil {
-				timer = time.NewTimer(left)
+				timer = time.NewTimer(sleep)
 			} else {
-				timer.Reset(left)
+				timer.Reset(sleep)
 			}
 			tc = timer.C
 		}
+		fired = false
 		select {
 		case <-ch:
 		case <-wake:
 		case <-tc:
+			fired = true
 		case <-ctx.Done():
 			err = ctx.Err()
 		case <-c.closedCh:
@@ -66,6 +75,21 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// maxStalledSleep bounds the sleeps of a Wait whose clock stands still.
+const maxStalledSleep = time.Second
+
+// timerSleep is how long Wait's timer sleeps when the clock says left is
+// left until the next deadline, and the last sleep was last. stalled says
+// the last sleep ended on the timer and the clock had not moved since:
+// then the sleep doubles (up to maxStalledSleep, never below left), so that
+// a clock that stands still cannot make Wait spin.
+func timerSleep(left, last time.Duration, stalled bool) time.Duration {
+	if !stalled {
+		return left
+	}
+	return max(left, min(2*last, maxStalledSleep))
 }
 
 // Wake makes every Wait and ReceiveWait on the queues of db check again
@@ -86,27 +110,28 @@ func Wake(db *tipkv.DB) {
 }
 
 // visible returns a nil channel when a message is visible now. Otherwise
-// it returns the channel that the next change closes, and how long until
-// the earliest time a leased or waiting message becomes visible (zero if
-// none), and counts the caller as asleep until it decrements sleepers.
-func (c *core) visible() (<-chan struct{}, time.Duration, error) {
+// it returns the channel that the next change closes, how long until the
+// earliest time a leased or waiting message becomes visible (zero if
+// none), and the clock's now, and counts the caller as asleep until it
+// decrements sleepers.
+func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, 0, tipkv.ErrClosed
+		return nil, 0, time.Time{}, tipkv.ErrClosed
 	}
 	now, err := c.now()
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, time.Time{}, err
 	}
 	c.expire(now)
 	if c.nready > 0 {
-		return nil, 0, nil
+		return nil, 0, now, nil
 	}
 	if c.fresh > 0 {
 		ok, err := c.freshVisible(now)
 		if err != nil || ok {
-			return nil, 0, err
+			return nil, 0, now, err
 		}
 	}
 	var left time.Duration
@@ -116,7 +141,7 @@ func (c *core) visible() (<-chan struct{}, time.Duration, error) {
 		left = max(deadline.Sub(now), 1)
 	}
 	c.sleepers++
-	return c.changed, left, nil
+	return c.changed, left, now, nil
 }
 
 // freshVisible reports whether a message in [cursor, watermark) is visible

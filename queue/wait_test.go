@@ -103,11 +103,7 @@ func TestWaitWakesOnEnqueue(t *testing.T) {
 	q := openQ[int](t, db, "q", nil)
 	woke := make(chan error)
 	go func() { woke <- q.Wait(context.Background()) }()
-	select {
-	case err := <-woke:
-		t.Fatalf("Wait returned %v on an empty queue", err)
-	case <-time.After(20 * time.Millisecond):
-	}
+	waitUntilWaiting(t, q, 1) // asleep on an empty queue
 	require.NoError(t, q.Enqueue(db, 1))
 	select {
 	case err := <-woke:
