@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ type qmsg struct {
 	value    int64
 	attempts int
 	leased   bool
-	id       queue.ID // the lease, while leased
+	id       queue.ID  // the lease, while leased
+	until    time.Time // leased: when the lease ends; otherwise when it becomes visible (zero: now)
 }
 
 // queueModel is what a queue should hold: live messages in sequence order
@@ -31,12 +33,23 @@ type queueModel struct {
 	live        []*qmsg
 	dead        []qmsg
 	maxAttempts int
+	now         func() time.Time
+}
+
+// expire ends the leases that have ended by now.
+func (m *queueModel) expire() {
+	for _, x := range m.live {
+		if x.leased && !x.until.After(m.now()) {
+			x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
+		}
+	}
 }
 
 func (m *queueModel) visible() []*qmsg {
+	m.expire()
 	var out []*qmsg
 	for _, x := range m.live {
-		if !x.leased {
+		if !x.leased && !x.until.After(m.now()) {
 			out = append(out, x)
 		}
 	}
@@ -59,6 +72,7 @@ func (m *queueModel) deliver(max int) []*qmsg {
 			continue
 		}
 		x.attempts++
+		x.until = time.Time{}
 		got = append(got, x)
 	}
 	return got
@@ -69,10 +83,12 @@ func (m *queueModel) remove(seq int64) {
 }
 
 // TestQueueModel runs long random sequences of queue operations (enqueue
-// alone and in Updates that fail, receive, ack, release, pop, requeue of
-// dead letters, restarts) against a queue and an in-memory model, and
-// compares Len, Peek and the dead letters after every step. Replay a
-// failure with -model.seed.
+// alone and in Updates that fail, receive, ack, release, retry, pop,
+// requeue of dead letters, an ack in an Update that commits after a later
+// pop, leases ending as an injected clock moves, restarts) against a queue
+// and an in-memory model, and compares Len, Peek and the dead letters
+// after every step, and the tail after every restart. Replay a failure
+// with -model.seed.
 func TestQueueModel(t *testing.T) {
 	seeds := []uint64{*queueModelSeed}
 	if seeds[0] == 0 {
@@ -89,14 +105,16 @@ func TestQueueModel(t *testing.T) {
 func runQueueModel(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	dir := t.TempDir()
-	opts := &tipkv.Options{NoSync: true}
+	clock := &modelClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	opts := &tipkv.Options{NoSync: true, Clock: clock.Now}
 	db, err := tipkv.Open(dir, opts)
 	require.NoError(t, err)
 	defer func() { _ = db.Close() }()
 	qopts := &queue.Options[int64]{MaxAttempts: 3}
 	q, err := queue.Open[int64](db, "model", qopts)
 	require.NoError(t, err)
-	m := &queueModel{maxAttempts: 3}
+	m := &queueModel{maxAttempts: 3, now: clock.Now}
+	leases := []time.Duration{time.Minute, time.Hour}
 	nextSeq, nextVal := int64(-1), int64(0) // the first enqueue tells the seq base
 
 	enqueue := func(w tipkv.Writer, n int) error {
@@ -107,23 +125,42 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 		}
 		return q.Enqueue(w, vals...)
 	}
+	// enqueueOK enqueues n messages on the DB, in the model too.
+	enqueueOK := func(step, n int) {
+		first := nextVal
+		require.NoError(t, enqueue(db, n), "step %d: enqueue", step)
+		for i := range n {
+			if nextSeq < 0 {
+				msgs, err := q.Peek(1 << 20)
+				require.NoError(t, err)
+				nextSeq = msgs[len(msgs)-n].Seq
+			}
+			m.live = append(m.live, &qmsg{seq: nextSeq, value: first + int64(i)})
+			nextSeq++
+		}
+	}
+	restart := func(step int) {
+		require.NoError(t, db.Close())
+		db, err = tipkv.Open(dir, opts)
+		require.NoError(t, err)
+		q, err = queue.Open[int64](db, "model", qopts)
+		require.NoError(t, err)
+		for _, x := range m.live { // leases live in memory: gone
+			if x.leased {
+				x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
+			}
+		}
+		if nextSeq >= 0 {
+			require.Equal(t, nextSeq, q.Stats().Tail, "step %d: restart: the tail goes on where it was", step)
+		}
+	}
 	for step := range steps {
 		var op string
 		switch r := rng.IntN(100); {
 		case r < 25:
 			n := 1 + rng.IntN(5)
 			op = fmt.Sprintf("enqueue %d", n)
-			first := nextVal
-			require.NoError(t, enqueue(db, n))
-			for i := range n {
-				if nextSeq < 0 {
-					msgs, err := q.Peek(1 << 20)
-					require.NoError(t, err)
-					nextSeq = msgs[len(msgs)-n].Seq
-				}
-				m.live = append(m.live, &qmsg{seq: nextSeq, value: first + int64(i)})
-				nextSeq++
-			}
+			enqueueOK(step, n)
 		case r < 30:
 			op = "enqueue in a failing update"
 			boom := errors.New("boom")
@@ -137,10 +174,11 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			// The values are skipped; sequence numbers may be too, which the
 			// model cannot know: resynchronise nextSeq at the next enqueue.
 			nextSeq = -1
-		case r < 50:
+		case r < 45:
 			n := 1 + rng.IntN(4)
-			op = fmt.Sprintf("receive %d", n)
-			got, err := q.Receive(n, time.Hour)
+			lease := leases[rng.IntN(len(leases))]
+			op = fmt.Sprintf("receive %d for %v", n, lease)
+			got, err := q.Receive(n, lease)
 			require.NoError(t, err)
 			want := m.deliver(n)
 			require.Len(t, got, len(want), "step %d: %s", step, op)
@@ -148,10 +186,72 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 				require.Equal(t, want[i].seq, g.Seq, "step %d: %s", step, op)
 				require.Equal(t, want[i].value, g.Value)
 				require.Equal(t, want[i].attempts, g.Attempts)
-				want[i].leased, want[i].id = true, g.ID
+				want[i].leased, want[i].id, want[i].until = true, g.ID, clock.Now().Add(lease)
+			}
+		case r < 48:
+			d := []time.Duration{30 * time.Second, 61 * time.Second, 5 * time.Minute, 2 * time.Hour}[rng.IntN(4)]
+			op = fmt.Sprintf("clock +%v", d)
+			clock.Advance(d)
+		case r < 51:
+			op = "retry"
+			m.expire()
+			for _, x := range m.live {
+				if x.leased {
+					require.NoError(t, q.Retry(x.id), "step %d: retry", step)
+					x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
+					if x.attempts < m.maxAttempts {
+						x.until = clock.Now().Add(queue.DefaultBackoff(x.attempts))
+					}
+					break
+				}
+			}
+		case r < 54:
+			k, n := rng.IntN(3), 1+rng.IntN(8)
+			if rng.IntN(2) == 0 {
+				n = 1 << 20 // everything visible, the new messages too
+			}
+			op = fmt.Sprintf("ack in an Update that commits after an enqueue %d and a pop %d", k, n)
+			m.expire()
+			var ids []queue.ID
+			for _, x := range m.live {
+				if x.leased && rng.IntN(2) == 0 {
+					ids = append(ids, x.id)
+				}
+			}
+			inside, release := make(chan struct{}), make(chan struct{})
+			done := make(chan error)
+			go func() {
+				done <- db.Update(func(b *tipkv.Batch) error {
+					err := q.Ack(b, ids...)
+					close(inside)
+					<-release
+					return err
+				})
+			}()
+			<-inside
+			if k > 0 {
+				enqueueOK(step, k)
+			}
+			got, err := q.Pop(n)
+			require.NoError(t, err)
+			want := m.deliver(n) // the acked messages are still leased
+			require.Len(t, got, len(want), "step %d: %s", step, op)
+			for i, g := range got {
+				require.Equal(t, want[i].seq, g.Seq, "step %d: %s", step, op)
+				m.remove(want[i].seq)
+			}
+			close(release)
+			require.NoError(t, <-done, "step %d: %s", step, op)
+			for _, id := range ids {
+				m.remove(id.Seq())
+			}
+			if rng.IntN(2) == 0 {
+				op += ", restart"
+				restart(step)
 			}
 		case r < 65:
 			op = "ack"
+			m.expire()
 			var ids []queue.ID
 			for _, x := range m.live {
 				if x.leased && rng.IntN(2) == 0 {
@@ -167,10 +267,11 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			}
 		case r < 72:
 			op = "release"
+			m.expire()
 			for _, x := range m.live {
 				if x.leased {
 					require.NoError(t, q.Release(x.id, 0))
-					x.leased, x.id = false, queue.ID{}
+					x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
 					break
 				}
 			}
@@ -202,14 +303,7 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			nextSeq = newSeq + 1
 		case r < 88:
 			op = "restart"
-			require.NoError(t, db.Close())
-			db, err = tipkv.Open(dir, opts)
-			require.NoError(t, err)
-			q, err = queue.Open[int64](db, "model", qopts)
-			require.NoError(t, err)
-			for _, x := range m.live { // leases live in memory: gone
-				x.leased, x.id = false, queue.ID{}
-			}
+			restart(step)
 		default:
 			op = "peek"
 		}
@@ -239,4 +333,22 @@ func compareQueue(t *testing.T, step int, op string, q *queue.Queue[int64], m *q
 		wantDead = append(wantDead, d.value)
 	}
 	require.Equal(t, wantDead, dead, "step %d after %s: dead letters", step, op)
+}
+
+// modelClock is an Options.Clock that moves only when the model moves it.
+type modelClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *modelClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *modelClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

@@ -104,6 +104,9 @@ func (w *workload) step() error {
 		if err != nil {
 			return err
 		}
+		if len(msgs) > 0 {
+			w.log(fmt.Sprintf("recv %d", msgs[len(msgs)-1].Seq))
+		}
 		var ids []queue.ID
 		var ns []string
 		for _, m := range msgs {
@@ -153,6 +156,7 @@ type acked struct {
 	consumed map[int64]bool   // event numbers acknowledged by the consumer
 	ackTry   map[int64]bool   // event numbers whose Ack was tried
 	outbox   map[int64]string // outbox event number -> "order-id version"
+	received int64            // the greatest sequence number delivered
 }
 
 func parseLog(lines []string) (*acked, error) {
@@ -204,6 +208,8 @@ func parseLog(lines []string) (*acked, error) {
 			for _, n := range nums(f[1:]) {
 				a.consumed[n] = true
 			}
+		case f[0] == "recv":
+			a.received = max(a.received, nums(f[1:2])[0])
 		case f[0] == "outbox":
 			v := nums(f[2:3])[0]
 			n := nums(f[3:4])[0]
@@ -322,6 +328,11 @@ func (a *acked) check(db *tipkv.DB, durable bool) error {
 	st := w.q.Stats()
 	if st.Len != len(msgs) {
 		return fmt.Errorf("queue: Len %d, but %d messages readable", st.Len, len(msgs))
+	}
+	// A delivery was synced before Receive returned, so a consumer that
+	// deduplicates by Seq must never see a number again.
+	if durable && st.Tail <= a.received {
+		return fmt.Errorf("queue: tail %d would reuse sequence number %d, delivered before", st.Tail, a.received)
 	}
 	if len(seqs) > 0 {
 		if !slices.IsSorted(seqs) {

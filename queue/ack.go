@@ -32,7 +32,7 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		if err := c.owns(tx); err != nil {
 			return err
 		}
-		ss, st, err := c.beginAck(ids)
+		ss, err := c.beginAck(ids)
 		if err != nil {
 			return err
 		}
@@ -42,10 +42,8 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		for i, s := range ss {
 			es[i] = s.e
 		}
-		if err := c.deleteRuns(tx.Batch, seqs(es)); err != nil {
-			return err
-		}
-		return tx.Batch.Set(c.k.state, st)
+		c.writeState(tx, es)
+		return c.deleteRuns(tx.Batch, seqs(es))
 	})
 	if err != nil {
 		return fmt.Errorf("queue %q: ack: %w", c.name, err)
@@ -54,12 +52,12 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 }
 
 // beginAck checks ids and marks their messages busy. It returns their
-// states before, and the queue-state value for after the ack.
-func (c *core) beginAck(ids []ID) ([]saved, []byte, error) {
+// states before.
+func (c *core) beginAck(ids []ID) ([]saved, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, nil, tipkv.ErrClosed
+		return nil, tipkv.ErrClosed
 	}
 	ss := make([]saved, 0, len(ids))
 	defer func() {
@@ -70,21 +68,19 @@ func (c *core) beginAck(ids []ID) ([]saved, []byte, error) {
 	for _, id := range ids {
 		e, err := c.leased(id)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if e.mark {
-			return nil, nil, fmt.Errorf("%w: message id %s given twice", tipkv.ErrInvalid, id)
+			return nil, fmt.Errorf("%w: message id %s given twice", tipkv.ErrInvalid, id)
 		}
 		e.mark = true
 		ss = append(ss, saved{e: e, state: e.state, deadline: e.deadline})
 	}
-	es := make([]*entry, len(ss))
-	for i, s := range ss {
+	for _, s := range ss {
 		s.e.mark = false
-		es[i] = s.e
 		c.setState(s.e, stBusy, time.Time{})
 	}
-	return ss, c.stateAfter(es), nil
+	return ss, nil
 }
 
 // consumed forgets messages whose removal committed.
@@ -99,21 +95,37 @@ func (c *core) consumed(ss []saved) {
 }
 
 // Release gives up the lease that id names: the message becomes visible
-// again after delay (at once if delay <= 0). Its attempt count stays as
-// it is. A delay is written to the message (one synced write), so it holds
-// across a restart; a release without delay changes memory only. An ID
-// that no longer names the message's lease gives ErrLeaseLost.
+// again after delay (at once if delay <= 0), by the DB's clock. Its attempt
+// count stays as it is. A delay is written to the message (one synced
+// write), so it holds across a restart; a release without delay changes
+// memory only. An ID that no longer names the message's lease gives
+// ErrLeaseLost; a delay that would end after 2262 (see EnqueueAt) is
+// tipkv.ErrInvalid, and the lease goes on.
 func (q *Queue[T]) Release(id ID, delay time.Duration) error {
-	c := q.c
+	return q.c.release(id, delay, "release")
+}
+
+// release is Release; op names the call in errors.
+func (c *core) release(id ID, delay time.Duration, op string) error {
+	var at time.Time
+	if delay > 0 {
+		now, err := c.now()
+		if err == nil {
+			at, err = after(now, delay)
+		}
+		if err != nil {
+			return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, id.seq, err)
+		}
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return fmt.Errorf("queue %q: release: %w", c.name, tipkv.ErrClosed)
+		return fmt.Errorf("queue %q: %s: %w", c.name, op, tipkv.ErrClosed)
 	}
 	e, err := c.leased(id)
 	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("release: %w", err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if delay <= 0 {
 		e.lease = 0
@@ -126,7 +138,6 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	c.setState(e, stBusy, time.Time{})
 	c.mu.Unlock()
 
-	at := time.Now().Add(delay)
 	key := c.k.item(nil, e.seq)
 	err = link.Write(c.db, func(tx *storage.Tx) error {
 		v, err := c.store.Get(key)
@@ -142,7 +153,7 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	})
 	if err != nil {
 		c.restore([]saved{s})
-		return fmt.Errorf("queue %q: release message %d: %w", c.name, e.seq, err)
+		return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, e.seq, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -153,14 +164,24 @@ func (q *Queue[T]) Release(id ID, delay time.Duration) error {
 	return nil
 }
 
-// Extend sets the lease that id names to end lease from now. It works
-// while the lease holds, and after it ended as long as nobody has received
-// the message since; otherwise it returns ErrLeaseLost. It changes memory
+// Extend sets the lease that id names to end lease from now, by the DB's
+// clock. It works while the lease holds, and after it ended as long as
+// nobody has received the message since; otherwise it returns
+// ErrLeaseLost. lease <= 0, or a lease that would end after 2262, is
+// tipkv.ErrInvalid, and the lease goes on as before. It changes memory
 // only.
 func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	c := q.c
 	if lease <= 0 {
 		return fmt.Errorf("%w: queue %q: extend message %d by %v: want lease > 0", tipkv.ErrInvalid, c.name, id.seq, lease)
+	}
+	now, err := c.now()
+	if err != nil {
+		return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
+	}
+	deadline, err := after(now, lease)
+	if err != nil {
+		return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,6 +192,6 @@ func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("extend: %w", err)
 	}
-	c.setState(e, stLeased, time.Now().Add(lease))
+	c.setState(e, stLeased, deadline)
 	return nil
 }

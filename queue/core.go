@@ -33,6 +33,8 @@ import (
 type core struct {
 	db    *tipkv.DB
 	store storage.Store
+	sh    *shared
+	clock func() time.Time // the DB's Options.Clock
 	name  string
 	k     keys
 
@@ -43,6 +45,7 @@ type core struct {
 	closed   bool
 	closedCh chan struct{} // closed when the DB closes
 	changed  chan struct{} // closed and replaced when a message may have become visible
+	sleepers int           // goroutines asleep in Wait
 
 	next      int64
 	watermark int64
@@ -61,6 +64,10 @@ type core struct {
 	nwaiting int
 
 	deadBusy map[int64]bool // dead letters being requeued or discarded
+
+	// last is the newest queue state applied to the store (or loaded from
+	// it). Only a Tx holding sh.stateMu changes it.
+	last state
 }
 
 // block is one enqueue's run of sequence numbers [start, start+n).
@@ -89,10 +96,11 @@ const (
 // entry is a message in [head, cursor) that is still live.
 type entry struct {
 	seq      int64
-	state    entryState
 	lease    uint64    // the lease token an Ack may still name; 0: none
 	deadline time.Time // stLeased: lease end; stWaiting: visible-at
 	gen      uint32    // bumped on every state change; older heap items are stale
+	attempts uint32    // deliveries, as of the last one in this process
+	state    entryState
 	removed  bool
 	mark     bool // scratch, under mu
 }
@@ -119,10 +127,17 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
+	clock, err := link.Clock(db)
+	if err != nil {
+		return nil, err
+	}
+	sh := sharedOf(reg)
 	c := reg.Get(registryKey{name}, func() any {
 		return &core{
 			db:       db,
 			store:    store,
+			sh:       sh,
+			clock:    clock,
 			name:     name,
 			k:        newKeys(name),
 			closedCh: make(chan struct{}),
@@ -211,6 +226,7 @@ func (c *core) load() error {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
 	c.next, c.watermark, c.cursor, c.fresh = tail, tail, tail, count
+	c.last = st
 	if first != 0 {
 		c.cursor = first
 	}
@@ -224,6 +240,16 @@ func closeIter(it storage.Iter) error {
 		err = cerr
 	}
 	return err
+}
+
+// now reads the clock. A time that a message header cannot hold (see
+// checkTime) is an error matching tipkv.ErrInvalid.
+func (c *core) now() (time.Time, error) {
+	now := c.clock()
+	if err := checkTime(now); err != nil {
+		return time.Time{}, fmt.Errorf("the clock reads %w", err)
+	}
+	return now, nil
 }
 
 // alloc takes n sequence numbers for an enqueue.
@@ -306,11 +332,6 @@ func (c *core) headWithout(es []*entry) int64 {
 		e.mark = false
 	}
 	return h
-}
-
-// stateAfter is the queue-state value a batch that consumes es writes.
-func (c *core) stateAfter(es []*entry) []byte {
-	return appendState(nil, state{head: c.headWithout(es), tail: c.next})
 }
 
 func (c *core) addEntry(e *entry) {

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -135,4 +136,71 @@ func ExampleQueue_DeadLetters() {
 	// failed attempt 2
 	// dead: #1 "resize photo 9" after 2 attempts
 	// requeued as #2, attempt 1
+}
+
+// A long-running consumer: ReceiveWait sleeps until there is work, a
+// failed message is retried after a backoff, and ending the context stops
+// the loop. Here the loop stops once its three jobs are done; a service
+// would end the context when it shuts down.
+func ExampleQueue_ReceiveWait() {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	jobs, err := queue.Open(db, "jobs", &queue.Options[string]{
+		MaxAttempts: 5,
+		// Quick, for the example; the default waits 1s, 2s, 4s, ... up to 5m.
+		Backoff: func(attempts int) time.Duration { return time.Duration(attempts) * 10 * time.Millisecond },
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := jobs.Enqueue(db, "resize photo 1", "upload to a flaky server", "send mail"); err != nil {
+		log.Fatal(err)
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := 0
+	handle := func(m queue.Message[string]) error {
+		if m.Value == "upload to a flaky server" && m.Attempts == 1 {
+			return errors.New("connection reset")
+		}
+		if done++; done == 3 {
+			stop()
+		}
+		return nil
+	}
+	for {
+		msgs, err := jobs.ReceiveWait(ctx, 100, time.Minute)
+		if err != nil && ctx.Err() != nil {
+			fmt.Println("stopped")
+			return
+		}
+		if err != nil && !errors.Is(err, tipkv.ErrCorrupt) {
+			log.Fatal(err)
+		}
+		// With ErrCorrupt, the bad message is in the dead letters already:
+		// a service would log err and go on with the other msgs.
+		for _, m := range msgs {
+			if err := handle(m); err != nil {
+				fmt.Printf("%s: attempt %d failed: %v\n", m.Value, m.Attempts, err)
+				if err := jobs.Retry(m.ID); err != nil {
+					log.Fatal(err)
+				}
+				continue
+			}
+			fmt.Printf("%s: done (attempt %d)\n", m.Value, m.Attempts)
+			if err := jobs.Ack(db, m.ID); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	// Output:
+	// resize photo 1: done (attempt 1)
+	// upload to a flaky server: attempt 1 failed: connection reset
+	// send mail: done (attempt 1)
+	// upload to a flaky server: done (attempt 2)
+	// stopped
 }

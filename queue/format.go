@@ -2,8 +2,10 @@ package queue
 
 import (
 	"fmt"
+	"math"
 	"time"
 
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/queuefmt"
 )
@@ -104,6 +106,34 @@ func parseState(v []byte) (state, error) {
 
 // maxSeq bounds sequence numbers.
 const maxSeq = queuefmt.MaxSeq
+
+// Stored times are Unix nanoseconds in an int64, so a time a queue keeps
+// must lie in [minTime, maxTime]: from 1970 to April 2262.
+var (
+	minTime = time.Unix(0, 0)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// checkTime returns an error matching tipkv.ErrInvalid if t is outside
+// [minTime, maxTime].
+func checkTime(t time.Time) error {
+	if t.Before(minTime) || t.After(maxTime) {
+		return fmt.Errorf("%w: time %v is outside [%v, %v], which a queue can store", tipkv.ErrInvalid,
+			t.UTC().Format(time.RFC3339Nano), minTime.UTC().Format(time.RFC3339), maxTime.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// after returns now+d, or an error matching tipkv.ErrInvalid when that is
+// later than maxTime.
+func after(now time.Time, d time.Duration) (time.Time, error) {
+	t := now.Add(d)
+	if d > 0 && t.After(maxTime) {
+		return time.Time{}, fmt.Errorf("%w: %v from %v ends after %v, which a queue can store", tipkv.ErrInvalid,
+			d, now.UTC().Format(time.RFC3339), maxTime.UTC().Format(time.RFC3339Nano))
+	}
+	return t, nil
+}
 
 func unixNano(t time.Time) int64 {
 	if t.IsZero() {

@@ -37,6 +37,12 @@ type Options[T any] struct {
 	// time a Receive or Pop reaches it, instead of being delivered. A
 	// negative value means no limit. The default is DefaultMaxAttempts.
 	MaxAttempts int
+
+	// Backoff is how long Retry keeps a message invisible after a failed
+	// delivery, given its deliveries so far (1 after the first). A result
+	// <= 0 makes it visible at once. It is called without locks held and
+	// must be safe for concurrent use. The default is DefaultBackoff.
+	Backoff func(attempts int) time.Duration
 }
 
 // Queue is a handle on one FIFO queue in a DB: messages of type T, oldest
@@ -49,6 +55,7 @@ type Queue[T any] struct {
 	c           *core
 	codec       codec.Value[T]
 	maxAttempts int
+	backoff     func(attempts int) time.Duration
 }
 
 // Open returns a handle on the queue called name in db, creating nothing
@@ -62,10 +69,13 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if len(name) > MaxNameSize {
 		return nil, fmt.Errorf("%w: queue %.32q...: name is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, name, len(name), MaxNameSize)
 	}
-	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts}
+	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts, backoff: DefaultBackoff}
 	if opts != nil {
 		if opts.Codec != nil {
 			q.codec = opts.Codec
+		}
+		if opts.Backoff != nil {
+			q.backoff = opts.Backoff
 		}
 		if opts.MaxAttempts != 0 {
 			q.maxAttempts = opts.MaxAttempts
@@ -99,11 +109,19 @@ func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 	return q.enqueue(w, time.Time{}, items)
 }
 
-// EnqueueAt is Enqueue for messages that stay invisible until at. A
-// delayed message keeps its place in the queue: it holds the head, so the
-// queue's memory of delivered messages and its restart walk both grow with
-// the number of messages enqueued behind it until it is consumed. Use
-// delays of seconds to hours, not months.
+// EnqueueAt is Enqueue for messages that stay invisible until at, by the
+// DB's clock (tipkv.Options.Clock); the zero time means now. A delayed
+// message keeps its place in the queue: it holds the head, so the queue's
+// memory of delivered messages and its restart walk both grow with the
+// number of messages enqueued behind it until it is consumed. Use delays
+// of seconds to hours, not months.
+//
+// Times are stored as Unix nanoseconds: a time before 1970 or after
+// 2262-04-11T23:47:16.854775807Z is refused with tipkv.ErrInvalid, and
+// nothing is written. The same holds for every time a queue computes: a
+// lease, delay or backoff that would end after that is refused by the call
+// that asks for it, and so is every call while the clock reads a time
+// outside that range.
 func (q *Queue[T]) EnqueueAt(w tipkv.Writer, at time.Time, items ...T) error {
 	return q.enqueue(w, at, items)
 }
@@ -112,11 +130,20 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 	if len(items) == 0 {
 		return nil
 	}
+	if !at.IsZero() {
+		if err := checkTime(at); err != nil {
+			return fmt.Errorf("queue %q: enqueue at: %w", q.c.name, err)
+		}
+	}
+	now, err := q.c.now()
+	if err != nil {
+		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
+	}
 	// Encode everything first: a value that fails or is too large must
 	// leave nothing in w's batch, and no sequence number taken.
 	eb := encodeBufs.Get().(*encodeBuf)
 	defer eb.put()
-	h := header{enqueued: time.Now().UnixNano(), at: unixNano(at)}
+	h := header{enqueued: now.UnixNano(), at: unixNano(at)}
 	buf, ends := eb.buf[:0], eb.ends[:0]
 	for i, v := range items {
 		if i == 1 {
@@ -136,7 +163,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		ends = append(ends, len(buf))
 	}
 	eb.buf, eb.ends = buf, ends
-	err := link.Write(w, func(tx *storage.Tx) error {
+	err = link.Write(w, func(tx *storage.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}
@@ -146,6 +173,9 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		}
 		tx.OnCommit(func() { q.c.resolve(b, true) })
 		tx.OnAbort(func() { q.c.resolve(b, false) })
+		if enqueueWritesState {
+			q.c.writeState(tx, nil)
+		}
 		key := make([]byte, 0, len(q.c.k.itemPrefix)+codec.NumberSize)
 		start := 0
 		for i, end := range ends {
@@ -162,6 +192,12 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 	}
 	return nil
 }
+
+// enqueueWritesState makes enqueues write the queue-state key too. They do
+// not (see "Head, tail and crash consistency" in the package doc): a
+// variable only so that BenchmarkEnqueueState can measure what it would
+// cost.
+var enqueueWritesState = false
 
 // encodeBuf holds encoded items until the batch has copied them; pooled,
 // so that steady enqueueing does not allocate a buffer per call.

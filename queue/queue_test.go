@@ -171,7 +171,7 @@ func TestAckInAbortedUpdateKeepsLease(t *testing.T) {
 }
 
 func TestLeaseExpiry(t *testing.T) {
-	db := testutil.OpenMem(t)
+	db, clock := openClocked(t)
 	q := openQ[string](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, "x", "y"))
 	const lease = 50 * time.Millisecond
@@ -180,17 +180,14 @@ func TestLeaseExpiry(t *testing.T) {
 	require.Equal(t, "x", first[0].Value)
 	require.Equal(t, 1, first[0].Attempts)
 
-	var again []queue.Message[string]
-	require.Eventually(t, func() bool {
-		ms, err := q.Receive(1, time.Minute)
-		require.NoError(t, err)
-		if len(ms) == 1 && ms[0].Value == "y" {
-			require.NoError(t, q.Ack(db, ms[0].ID)) // y is next while x is leased
-			return false
-		}
-		again = ms
-		return len(ms) == 1
-	}, 5*time.Second, 5*time.Millisecond)
+	ms, err := q.Receive(1, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"y"}, values(ms), "y is next while x is leased")
+	require.NoError(t, q.Ack(db, ms[0].ID))
+	clock.Advance(lease)
+	again, err := q.Receive(1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 1)
 	require.Equal(t, "x", again[0].Value, "an expired lease redelivers")
 	require.Equal(t, 2, again[0].Attempts)
 	require.Equal(t, first[0].Seq, again[0].Seq)
@@ -202,12 +199,12 @@ func TestLeaseExpiry(t *testing.T) {
 }
 
 func TestLateAckBeforeRedelivery(t *testing.T) {
-	db := testutil.OpenMem(t)
+	db, clock := openClocked(t)
 	q := openQ[string](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, "x"))
 	ms, err := q.Receive(1, time.Millisecond)
 	require.NoError(t, err)
-	time.Sleep(5 * time.Millisecond)
+	clock.Advance(5 * time.Millisecond)
 	require.NoError(t, q.Ack(db, ms[0].ID), "nobody received it since the lease ended")
 	ms, err = q.Receive(1, time.Minute)
 	require.NoError(t, err)
@@ -215,7 +212,7 @@ func TestLateAckBeforeRedelivery(t *testing.T) {
 }
 
 func TestReleaseAndExtend(t *testing.T) {
-	db := testutil.OpenMem(t)
+	db, clock := openClocked(t)
 	q := openQ[string](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, "a", "b"))
 	ms, err := q.Receive(2, time.Minute)
@@ -232,15 +229,18 @@ func TestReleaseAndExtend(t *testing.T) {
 	got2, err := q.Receive(5, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, got2, "released with a delay")
-	require.Eventually(t, func() bool {
-		got2, err = q.Receive(5, time.Minute)
-		require.NoError(t, err)
-		return len(got2) == 1
-	}, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, q.Extend(ms[1].ID, time.Hour))
+	clock.Advance(80 * time.Millisecond)
+	got2, err = q.Receive(5, 5*time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, values(got2))
 	require.Equal(t, 3, got2[0].Attempts)
 
-	// Extend keeps b past its first lease.
-	require.NoError(t, q.Extend(ms[1].ID, time.Hour))
+	// Extend keeps b past its first lease of a minute.
+	clock.Advance(time.Minute)
+	got3, err := q.Receive(5, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, got3)
 	require.ErrorIs(t, q.Extend(ms[1].ID, 0), tipkv.ErrInvalid)
 	require.NoError(t, q.Ack(db, ms[1].ID, got2[0].ID))
 	require.Zero(t, q.Len())
@@ -279,9 +279,9 @@ func TestPopAndPeek(t *testing.T) {
 }
 
 func TestEnqueueAt(t *testing.T) {
-	db := testutil.OpenMem(t)
+	db, clock := openClocked(t)
 	q := openQ[string](t, db, "q", nil)
-	require.NoError(t, q.EnqueueAt(db, time.Now().Add(100*time.Millisecond), "later"))
+	require.NoError(t, q.EnqueueAt(db, clock.Now().Add(100*time.Millisecond), "later"))
 	require.NoError(t, q.Enqueue(db, "now"))
 	ms, err := q.Receive(5, time.Minute)
 	require.NoError(t, err)
@@ -289,9 +289,11 @@ func TestEnqueueAt(t *testing.T) {
 	require.NoError(t, q.Ack(db, ids(ms)...))
 	require.Equal(t, int64(1), q.Stats().Head, "the delayed message holds the head")
 
-	start := time.Now()
-	require.NoError(t, q.Wait(t.Context()))
-	require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+	ms, err = q.Receive(5, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, ms)
+	clock.Advance(100 * time.Millisecond)
+	require.NoError(t, q.Wait(t.Context()), "visible by the clock: Wait returns at once")
 	ms, err = q.Receive(5, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"later"}, values(ms))

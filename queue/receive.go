@@ -16,7 +16,7 @@ import (
 // Message is one message read from a queue. Its memory belongs to the
 // caller.
 type Message[T any] struct {
-	// ID names this delivery for Ack, Release and Extend. It is the zero
+	// ID names this delivery for Ack, Release, Retry and Extend. It is the zero
 	// ID for messages from Peek and Pop.
 	ID ID
 	// Seq is the message's position in the queue: later enqueues get
@@ -27,7 +27,8 @@ type Message[T any] struct {
 	// Attempts counts the deliveries of the message, this one included
 	// (for Peek: the deliveries so far).
 	Attempts int
-	// Enqueued is when the message was enqueued (by the producer's clock).
+	// Enqueued is when the message was enqueued, by the DB's clock
+	// (tipkv.Options.Clock).
 	Enqueued time.Time
 }
 
@@ -48,6 +49,10 @@ type Message[T any] struct {
 // A message whose stored value does not decode also moves to the
 // dead-letter queue; Receive then returns the other messages together with
 // an error that matches tipkv.ErrCorrupt and names the key.
+//
+// max < 1, lease <= 0, and a lease that would end after 2262 (see
+// EnqueueAt) are tipkv.ErrInvalid, and nothing is delivered. Leases end by
+// the DB's clock (tipkv.Options.Clock).
 func (q *Queue[T]) Receive(max int, lease time.Duration) ([]Message[T], error) {
 	if max < 1 || lease <= 0 {
 		return nil, fmt.Errorf("%w: queue %q: receive %d messages for %v: want max >= 1 and lease > 0", tipkv.ErrInvalid, q.c.name, max, lease)
@@ -73,7 +78,14 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	if pop {
 		op = "pop"
 	}
-	ts, err := c.take(max, time.Now(), q.maxAttempts)
+	now, err := c.now()
+	if err == nil && !pop {
+		_, err = after(now, lease)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
+	}
+	ts, err := c.take(max, now, q.maxAttempts)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
@@ -92,7 +104,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			bad = append(bad, t.bad)
 		}
 	}
-	if err := c.commitTake(ts, pop, lease); err != nil {
+	if err := c.commitTake(ts, now, pop, lease); err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
 	out := make([]Message[T], 0, len(ts))
@@ -127,7 +139,11 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 	if max < 1 {
 		return nil, fmt.Errorf("%w: queue %q: peek %d messages: want max >= 1", tipkv.ErrInvalid, c.name, max)
 	}
-	ts, err := c.peek(max, time.Now())
+	now, err := c.now()
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
+	}
+	ts, err := c.peek(max, now)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
 	}
@@ -275,16 +291,17 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 // commitTake writes what take picked, in one batch: each delivered
 // message's attempts count (Receive) or its deletion (Pop); each dead one
 // into the dead-letter queue and out of the queue; and the queue state when
-// anything was removed. Then it leases the delivered messages, the lease
-// starting now, or, if the write failed, makes them visible again.
-func (c *core) commitTake(ts []*taken, pop bool, lease time.Duration) error {
+// anything was removed (dead letters dated now). Then it leases the
+// delivered messages, the lease starting when the write has returned, or,
+// if the write failed, makes them visible again.
+func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Duration) error {
 	var consumed []*entry
 	for _, t := range ts {
 		if t.dead || pop {
 			consumed = append(consumed, t.e)
 		}
 	}
-	died := time.Now().UnixNano()
+	died := now.UnixNano()
 	err := link.Write(c.db, func(tx *storage.Tx) error {
 		b := tx.Batch
 		var key, val []byte
@@ -315,13 +332,8 @@ func (c *core) commitTake(ts []*taken, pop bool, lease time.Duration) error {
 		if len(consumed) == 0 {
 			return nil
 		}
-		if err := c.deleteRuns(b, seqs(consumed)); err != nil {
-			return err
-		}
-		c.mu.Lock()
-		st := c.stateAfter(consumed)
-		c.mu.Unlock()
-		return b.Set(c.k.state, st)
+		c.writeState(tx, consumed)
+		return c.deleteRuns(b, seqs(consumed))
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -334,13 +346,14 @@ func (c *core) commitTake(ts []*taken, pop bool, lease time.Duration) error {
 		c.notify()
 		return err
 	}
-	deadline := time.Now().Add(lease)
+	deadline := c.clock().Add(lease)
 	for _, t := range ts {
 		if t.dead || pop {
 			c.remove(t.e)
 			continue
 		}
 		t.e.lease = newLease()
+		t.e.attempts = uint32(t.hdr.attempts + 1)
 		t.lease = t.e.lease
 		c.setState(t.e, stLeased, deadline)
 	}

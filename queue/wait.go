@@ -6,18 +6,26 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // Wait blocks until a message is visible, then returns nil; Receive may
 // still find nothing if another consumer is faster. It returns ctx.Err()
 // when ctx ends first, and an error matching tipkv.ErrClosed when the DB
-// closes.
+// closes. ReceiveWait does both in one call.
 //
 // Wait does not poll. It sleeps on an in-process notification that commits
 // fire once they have returned (enqueues in this process, releases, failed
 // writes that make messages visible again), and on a timer set to the
 // earliest moment a lease or a delay ends. A DB belongs to one process, so
 // every enqueue comes through this notification.
+//
+// Visibility follows the DB's clock (tipkv.Options.Clock), but the timer
+// runs on the wall clock: it sleeps for as long as the DB's clock says is
+// left, then checks again. With an injected clock that jumps, call Wake
+// after moving it, and every Wait checks again at once. (An injected clock
+// that stands still does not make Wait spin: while the timer finds the
+// clock where it was, each sleep is twice the last, up to a second.)
 func (q *Queue[T]) Wait(ctx context.Context) error {
 	c := q.c
 	var timer *time.Timer
@@ -26,8 +34,12 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 			timer.Stop()
 		}
 	}()
+	var set time.Time       // the clock when the timer was set
+	var sleep time.Duration // what it was set to
+	fired := false
 	for {
-		ch, deadline, err := c.visible(time.Now())
+		wake := c.sh.wakeCh()
+		ch, left, now, err := c.visible()
 		if err != nil || ch == nil {
 			if err != nil {
 				err = fmt.Errorf("queue %q: wait: %w", c.name, err)
@@ -35,48 +47,101 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 			return err
 		}
 		var tc <-chan time.Time
-		if !deadline.IsZero() {
-			d := time.Until(deadline)
+		if left > 0 {
+			sleep = timerSleep(left, sleep, fired && now.Equal(set))
+			set = now
 			if timer == nil {
-				timer = time.NewTimer(d)
+				timer = time.NewTimer(sleep)
 			} else {
-				timer.Reset(d)
+				timer.Reset(sleep)
 			}
 			tc = timer.C
 		}
+		fired = false
 		select {
 		case <-ch:
+		case <-wake:
 		case <-tc:
+			fired = true
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
 		case <-c.closedCh:
-			return fmt.Errorf("queue %q: wait: %w", c.name, tipkv.ErrClosed)
+			err = fmt.Errorf("queue %q: wait: %w", c.name, tipkv.ErrClosed)
+		}
+		c.mu.Lock()
+		c.sleepers--
+		c.mu.Unlock()
+		if err != nil {
+			return err
 		}
 	}
 }
 
-// visible returns a nil channel when a message is visible at now.
-// Otherwise it returns the channel that the next change closes, and the
+// maxStalledSleep bounds the sleeps of a Wait whose clock stands still.
+const maxStalledSleep = time.Second
+
+// timerSleep is how long Wait's timer sleeps when the clock says left is
+// left until the next deadline, and the last sleep was last. stalled says
+// the last sleep ended on the timer and the clock had not moved since:
+// then the sleep doubles (up to maxStalledSleep, never below left), so that
+// a clock that stands still cannot make Wait spin.
+func timerSleep(left, last time.Duration, stalled bool) time.Duration {
+	if !stalled {
+		return left
+	}
+	return max(left, min(2*last, maxStalledSleep))
+}
+
+// Wake makes every Wait and ReceiveWait on the queues of db check again
+// what is visible now by the DB's clock. Call it after moving an injected
+// clock (tipkv.Options.Clock) forward, so that leases and delays that have
+// ended by the new time take effect at once; with the default clock it is
+// never needed. Wake of a nil DB does nothing.
+func Wake(db *tipkv.DB) {
+	reg, err := link.Services(db)
+	if err != nil {
+		return
+	}
+	sh := sharedOf(reg)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	close(sh.wake)
+	sh.wake = make(chan struct{})
+}
+
+// visible returns a nil channel when a message is visible now. Otherwise
+// it returns the channel that the next change closes, how long until the
 // earliest time a leased or waiting message becomes visible (zero if
-// none).
-func (c *core) visible(now time.Time) (<-chan struct{}, time.Time, error) {
+// none), and the clock's now, and counts the caller as asleep until it
+// decrements sleepers.
+func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, time.Time{}, tipkv.ErrClosed
+		return nil, 0, time.Time{}, tipkv.ErrClosed
+	}
+	now, err := c.now()
+	if err != nil {
+		return nil, 0, time.Time{}, err
 	}
 	c.expire(now)
 	if c.nready > 0 {
-		return nil, time.Time{}, nil
+		return nil, 0, now, nil
 	}
 	if c.fresh > 0 {
 		ok, err := c.freshVisible(now)
 		if err != nil || ok {
-			return nil, time.Time{}, err
+			return nil, 0, now, err
 		}
 	}
-	deadline, _ := c.nextDeadline()
-	return c.changed, deadline, nil
+	var left time.Duration
+	if deadline, ok := c.nextDeadline(); ok {
+		// At least 1ns: a deadline that passes between expire and here
+		// still needs a timer.
+		left = max(deadline.Sub(now), 1)
+	}
+	c.sleepers++
+	return c.changed, left, now, nil
 }
 
 // freshVisible reports whether a message in [cursor, watermark) is visible

@@ -103,11 +103,7 @@ func TestWaitWakesOnEnqueue(t *testing.T) {
 	q := openQ[int](t, db, "q", nil)
 	woke := make(chan error)
 	go func() { woke <- q.Wait(context.Background()) }()
-	select {
-	case err := <-woke:
-		t.Fatalf("Wait returned %v on an empty queue", err)
-	case <-time.After(20 * time.Millisecond):
-	}
+	waitUntilWaiting(t, q, 1) // asleep on an empty queue
 	require.NoError(t, q.Enqueue(db, 1))
 	select {
 	case err := <-woke:
@@ -147,7 +143,7 @@ func TestWaitLearnsOfEarlierDeadline(t *testing.T) {
 	require.NoError(t, err)
 	woke := make(chan error)
 	go func() { woke <- q.Wait(context.Background()) }()
-	time.Sleep(10 * time.Millisecond) // Wait sleeps until the lease ends, in an hour
+	waitUntilWaiting(t, q, 1) // Wait sleeps until the lease ends, in an hour
 	require.NoError(t, q.Release(ms[0].ID, 50*time.Millisecond))
 	select {
 	case err := <-woke:
@@ -177,7 +173,7 @@ func TestWaitContextAndClose(t *testing.T) {
 			errs <- q.Wait(context.Background())
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	waitUntilWaiting(t, q, 8)
 	cancel()
 	require.ErrorIs(t, <-errs, context.Canceled)
 	require.NoError(t, db.Close())

@@ -1,0 +1,105 @@
+package queue_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/queuefmt"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/queue"
+)
+
+// storedState reads queue name's state key.
+func storedState(t *testing.T, db *tipkv.DB, name string) queuefmt.State {
+	t.Helper()
+	s, err := link.Store(db)
+	require.NoError(t, err)
+	v, err := s.Get(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name))
+	require.NoError(t, err)
+	st, err := queuefmt.ParseState(v)
+	require.NoError(t, err)
+	return st
+}
+
+// An Ack inside an Update that commits after a later Pop must not write a
+// stale tail: after a restart, a new message gets a sequence number above
+// every one delivered before (issue 16: it got 6 though 2-10 had been
+// delivered, and a consumer that deduplicates by Seq dropped it).
+func TestSeqNotReusedAfterLateAck(t *testing.T) {
+	db, dir := testutil.OpenDir(t, nil)
+	q := openQ[int](t, db, "q", nil)
+	require.NoError(t, q.Enqueue(db, 1, 2, 3, 4, 5))
+	first, err := q.Receive(1, time.Hour)
+	require.NoError(t, err)
+
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- db.Update(func(b *tipkv.Batch) error {
+			if err := q.Ack(b, first[0].ID); err != nil {
+				return err
+			}
+			close(inside)
+			<-release
+			return nil
+		})
+	}()
+	<-inside
+	require.NoError(t, q.Enqueue(db, 6, 7, 8, 9, 10))
+	popped, err := q.Pop(100)
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 3, 4, 5, 6, 7, 8, 9, 10}, values(popped))
+	close(release) // the Ack commits last
+	require.NoError(t, <-done)
+	require.Equal(t, queuefmt.State{Head: 11, Tail: 11}, storedState(t, db, "q"))
+
+	db = reopen(t, db, dir)
+	q = openQ[int](t, db, "q", nil)
+	require.Equal(t, queue.Stats{Head: 11, Tail: 11}, q.Stats())
+	require.NoError(t, q.Enqueue(db, 11))
+	ms, err := q.Pop(1)
+	require.NoError(t, err)
+	require.Equal(t, int64(11), ms[0].Seq, "above every sequence number delivered before the restart")
+}
+
+// The stored head never moves back, even when a batch computes its state
+// while an earlier consume is applied but its commit has not yet returned
+// (the in-memory head still counts that message as live).
+func TestStoredHeadNeverMovesBack(t *testing.T) {
+	db := testutil.OpenMem(t)
+	q := openQ[int](t, db, "q", nil)
+	require.NoError(t, q.Enqueue(db, 1, 2, 3))
+	ms, err := q.Receive(3, time.Hour)
+	require.NoError(t, err)
+
+	applied, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- db.Update(func(b *tipkv.Batch) error {
+			// Hold the commit between apply and the Ack's own commit
+			// hook, which runs after this one.
+			err := link.Write(b, func(tx *storage.Tx) error {
+				tx.OnApplied(func() { close(applied) })
+				tx.OnCommit(func() { <-release })
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			return q.Ack(b, ms[0].ID)
+		})
+	}()
+	<-applied
+	require.Equal(t, int64(2), storedState(t, db, "q").Head)
+	require.NoError(t, q.Ack(db, ms[1].ID))
+	require.GreaterOrEqual(t, storedState(t, db, "q").Head, int64(2), "the stored head moved back")
+	close(release)
+	require.NoError(t, <-done)
+	require.NoError(t, q.Ack(db, ms[2].ID))
+	require.Equal(t, queuefmt.State{Head: 4, Tail: 4}, storedState(t, db, "q"))
+}

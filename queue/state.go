@@ -1,0 +1,142 @@
+package queue
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// shared is what every queue of one DB shares; it lives in the DB's
+// link.Registry.
+type shared struct {
+	// stateMu orders the writes of queue-state keys. A Tx that writes one
+	// takes stateMu in its OnPrepare hook, computes the values there, and
+	// holds it until its batch is applied (or will not be): state values
+	// are applied in the order they were computed, so a batch prepared
+	// early and committed late can never overwrite a newer value with an
+	// older one. It is one lock for the DB, not one per queue, because an
+	// Update may write the state of several queues, and locks taken per
+	// queue in hook order could deadlock. It is held only across the
+	// memtable apply, never across a WAL sync.
+	stateMu sync.Mutex
+
+	mu   sync.Mutex
+	wake chan struct{} // closed and replaced by Wake
+}
+
+func sharedOf(reg *link.Registry) *shared {
+	return reg.Get(sharedKey{}, func() any { return &shared{wake: make(chan struct{})} }).(*shared)
+}
+
+// wakeCh returns the channel that the next Wake closes.
+func (sh *shared) wakeCh() <-chan struct{} {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.wake
+}
+
+type sharedKey struct{}
+
+// txState is the queue-state writes of one Tx, in the Tx's State under
+// txStateKey.
+type txState struct {
+	sh     *shared // nil until the hooks are registered
+	tx     *storage.Tx
+	writes []stateWrite // one per queue, in order of first use
+	one    [1]stateWrite
+	buf    [2 + 2*binary.MaxVarintLen64]byte
+	locked bool // sh.stateMu is held
+}
+
+func newTxState() any { return new(txState) }
+
+type txStateKey struct{}
+
+// stateWrite is the state a Tx writes for one queue: computed in the
+// prepare hook from what the Tx consumes, recorded once applied.
+type stateWrite struct {
+	c        *core
+	consumed []*entry
+	st       state
+}
+
+// writeState makes tx write c's queue-state key, with the head moved past
+// es (which tx consumes) and the tail at the next sequence number to
+// assign, both computed just before the batch is applied. Several calls in
+// one Tx for one queue add up.
+func (c *core) writeState(tx *storage.Tx, es []*entry) {
+	// (Allocations matter here: an Ack of one message runs this.)
+	ts := tx.State(txStateKey{}, newTxState).(*txState)
+	if ts.sh == nil {
+		ts.sh, ts.tx, ts.writes = c.sh, tx, ts.one[:0]
+		tx.OnPrepare(ts.prepare)
+		tx.OnApplied(ts.applied)
+		tx.OnAbort(ts.unlock)
+	}
+	for i := range ts.writes {
+		if w := &ts.writes[i]; w.c == c {
+			w.consumed = append(w.consumed, es...)
+			return
+		}
+	}
+	ts.writes = append(ts.writes, stateWrite{c: c, consumed: es})
+}
+
+// prepare takes the state lock and adds the state values to the batch.
+// If it fails, the Tx aborts and unlock runs.
+func (ts *txState) prepare() error {
+	ts.sh.stateMu.Lock()
+	ts.locked = true
+	for i := range ts.writes {
+		w := &ts.writes[i]
+		w.st = w.c.stateFor(w.consumed)
+		if err := ts.tx.Batch.Set(w.c.k.state, appendState(ts.buf[:0], w.st)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applied records the values as the queues' newest stored state and
+// releases the lock.
+func (ts *txState) applied() {
+	for i := range ts.writes {
+		w := &ts.writes[i]
+		w.c.stored(w.st)
+	}
+	ts.unlock()
+}
+
+func (ts *txState) unlock() {
+	if ts.locked {
+		ts.locked = false
+		ts.sh.stateMu.Unlock()
+	}
+}
+
+// stateFor is the queue-state value for a batch that consumes es, computed
+// under the state lock. head is the oldest message the batch leaves
+// unconsumed, counting every other write in flight as not done, or the
+// head last stored if that is later: a batch applied before this one
+// (whose commit has not returned yet, so memory still counts its messages)
+// may have stored a later head, and the stored head never moves back. The
+// stored value describes every batch applied before it too, and a crash
+// never keeps a later write while losing an earlier one. tail is the next
+// sequence number to assign, which only grows.
+func (c *core) stateFor(es []*entry) state {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return state{
+		head: max(c.last.head, c.headWithout(es)),
+		tail: max(c.last.tail, c.next),
+	}
+}
+
+// stored records st as applied.
+func (c *core) stored(st state) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.last = st
+}
