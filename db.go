@@ -320,6 +320,10 @@ func init() {
 		d, err := dbOf(db)
 		return err == nil && d.legacy
 	}
+	link.Reader = func(r any) (storage.Reader, any, error) {
+		rd, db, err := readerOf(r)
+		return rd, db, err
+	}
 	link.NewDB = func(s storage.Store, name string, opts any) (any, error) {
 		o, _ := opts.(*Options)
 		db, err := newDB(s, name, o.withDefaults(), pebblestore.Marker{})

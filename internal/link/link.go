@@ -24,6 +24,9 @@ var (
 	// LegacyNames reports whether the default value codec of a *tipkv.DB
 	// names struct fields as format 1 did (Go names, json tags ignored).
 	LegacyNames func(db any) bool
+	// Reader returns the storage reader of a *tipkv.DB (the live store) or
+	// a *tipkv.Snapshot (its view), and the *tipkv.DB it belongs to.
+	Reader func(r any) (storage.Reader, any, error)
 	// NewDB returns a *tipkv.DB on an open store, for engines outside the
 	// core module (etcdkv, sqlkv) and for tests. opts is a *tipkv.Options
 	// or nil; its engine fields (InMemory, CacheSize, MemTableSize) are

@@ -1,0 +1,4 @@
+package conformance
+
+// documentCases returns the documents tests.
+func documentCases() []Case { return nil }

@@ -1,0 +1,4 @@
+package conformance
+
+// feedCases returns the feeds tests.
+func feedCases() []Case { return nil }

@@ -1,0 +1,4 @@
+package conformance
+
+// misuseCases returns the misuse tests.
+func misuseCases() []Case { return nil }

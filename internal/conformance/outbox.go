@@ -1,0 +1,4 @@
+package conformance
+
+// outboxCases returns the outbox tests.
+func outboxCases() []Case { return nil }

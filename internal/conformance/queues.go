@@ -1,0 +1,4 @@
+package conformance
+
+// queueCases returns the queues tests.
+func queueCases() []Case { return nil }
