@@ -1,12 +1,16 @@
 package versioned
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"iter"
+	"math"
+	"slices"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
@@ -321,3 +325,131 @@ func (e *notFoundError) Error() string {
 }
 
 func (e *notFoundError) Unwrap() error { return tipkv.ErrNotFound }
+
+// Count returns how many versions of the document id are kept, delete
+// markers included: versions are dense from the oldest kept one to the
+// latest, so that is latest-oldest+1, from two seeks of one iterator (one
+// view of the store). A missing or purged document has 0.
+func (c *Collection[T]) Count(id string) (n int64, err error) {
+	if err := checkID(c.name, id); err != nil {
+		return 0, err
+	}
+	prefix := c.docPrefix(nil, id)
+	it, err := newIter(c.store, prefix, numberKey(prefix, 0))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			n, err = 0, fmt.Errorf("%s: %w", c.where(id), cerr)
+		}
+	}()
+	if !it.First() {
+		return 0, it.Error()
+	}
+	latest, err := numberOf(it.Key(), len(prefix))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	if !it.Last() {
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("%s: %w", c.where(id), err)
+		}
+		return 0, fmt.Errorf("%w: %s: no oldest version under the latest %d", tipkv.ErrCorrupt, c.where(id), latest)
+	}
+	oldest, err := numberOf(it.Key(), len(prefix))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	return latest - oldest + 1, nil
+}
+
+// LatestMany returns the latest version of each of ids, in a slice aligned
+// with ids: docs[i] is the latest version of ids[i], or the zero Doc
+// (Version 0, which no version has) when ids[i] has none or is deleted. An
+// id may appear more than once. It is one prefix seek per distinct id, in
+// key order on one iterator, each answered by the bloom filters for a
+// document that never existed. An empty or oversized id is ErrInvalid and
+// reads nothing; a value that does not decode fails the whole call.
+//
+// A slice, not a map: it keeps the caller's order and duplicates, costs
+// no hashing, and a miss is as plain as docs[i].Version == 0.
+func (c *Collection[T]) LatestMany(ids ...string) (docs []Doc[T], err error) {
+	for _, id := range ids {
+		if err := checkID(c.name, id); err != nil {
+			return nil, err
+		}
+	}
+	docs = make([]Doc[T], len(ids))
+	if len(ids) == 0 {
+		return docs, nil
+	}
+	prefixes := make([][]byte, len(ids))
+	order := make([]int, len(ids))
+	for i, id := range ids {
+		prefixes[i], order[i] = c.docPrefix(nil, id), i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(prefixes[a], prefixes[b]) })
+	it, err := newIter(c.store, c.prefix, codec.PrefixEnd(c.prefix))
+	if err != nil {
+		return nil, fmt.Errorf("collection %q: %w", c.name, err)
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			docs, err = nil, fmt.Errorf("collection %q: %w", c.name, cerr)
+		}
+	}()
+	scratch := new(T)
+	for k, i := range order {
+		if k > 0 && ids[order[k-1]] == ids[i] {
+			docs[i] = docs[order[k-1]]
+			continue
+		}
+		if !it.SeekPrefixGE(prefixes[i]) {
+			if err := it.Error(); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.where(ids[i]), err)
+			}
+			continue
+		}
+		v, err := numberOf(it.Key(), len(prefixes[i]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.where(ids[i]), err)
+		}
+		raw, err := it.Value()
+		if err != nil {
+			return nil, fmt.Errorf("%s, version %d: %w", c.where(ids[i]), v, err)
+		}
+		if docfmt.IsDeleteMarker(raw) {
+			continue
+		}
+		if docs[i], err = c.doc(ids[i], v, raw, kindHistory, scratch); err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
+// HistoryPage reads one page of History: at most q.Limit versions (zero:
+// all) of the document id, newest first, and the cursor of the next page,
+// empty when there is none. It reads one version more than the page to
+// know, so an empty next means the read ended, not that it may have.
+//
+// Pass next as q.After to read the next page; versions written meanwhile
+// do not shift it.
+func (c *Collection[T]) HistoryPage(id string, q tipkv.Query) (docs []Doc[T], next tipkv.Cursor, err error) {
+	limit := q.Limit
+	if limit > 0 && limit < math.MaxInt {
+		q.Limit = limit + 1
+	}
+	for d, err := range c.History(id, q) {
+		if err != nil {
+			return nil, "", err
+		}
+		docs = append(docs, d)
+	}
+	if limit > 0 && len(docs) > limit {
+		docs = docs[:limit:limit]
+		next = docs[limit-1].Cursor()
+	}
+	return docs, next, nil
+}
