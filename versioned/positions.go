@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,22 @@ type stream struct {
 	// recorded. It spares a run of AppendAt calls with one time from
 	// probing the whole run each time.
 	ties map[int64]int64
+
+	// low is a lower bound of the stream's positions, 0 when unknown: no
+	// event, stored or in flight, is below it. A trim starts from it, so
+	// that it never steps over the tombstones of the trims before, and
+	// raises it when it is applied; a reservation lowers it.
+	low int64
+	// watching is set while a trim of the stream is in flight (it holds
+	// the stream in the writer); watchMin is then the least position in
+	// flight when it began or reserved since, which the trim's new low
+	// must not pass.
+	watching bool
+	watchMin int64
+	// trimmed is the greatest position a trim applied since the DB was
+	// opened dropped: a range delete starts above it, so that it never
+	// overlaps an earlier one.
+	trimmed int64
 }
 
 // maxTies bounds stream.ties; the map is emptied when it is full.
@@ -101,7 +118,45 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 	}
 	st.last = max(st.last, p)
 	st.inflight[p] = struct{}{}
+	if st.low > 0 {
+		st.low = min(st.low, p)
+	}
+	if st.watching {
+		st.watchMin = min(st.watchMin, p)
+	}
 	return p, nil
+}
+
+// trimBegin starts watching the reservations for a trim and returns the
+// stream's low bound (0: unknown) and how far the trims before dropped.
+func (st *stream) trimBegin() (low, trimmed int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.watching, st.watchMin = true, math.MaxInt64
+	for p := range st.inflight {
+		st.watchMin = min(st.watchMin, p)
+	}
+	return st.low, st.trimmed
+}
+
+// trimApplied ends a trim whose Tx is applied: no stored event is below
+// low (0: unknown) any more, unless it was in flight meanwhile, and every
+// position <= cut was dropped.
+func (st *stream) trimApplied(low, cut int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if low > 0 {
+		st.low = min(low, st.watchMin)
+	}
+	st.trimmed = max(st.trimmed, cut)
+	st.watching = false
+}
+
+// trimAborted ends a trim whose Tx failed.
+func (st *stream) trimAborted() {
+	st.mu.Lock()
+	st.watching = false
+	st.mu.Unlock()
 }
 
 func (st *stream) release(p int64) {
@@ -118,8 +173,9 @@ type feedTx struct {
 }
 
 type reservation struct {
-	st *stream
-	p  int64
+	st      *stream
+	p       int64
+	dropped bool // a trim of the same Tx deleted it
 }
 
 type feedTxKey struct{}
@@ -195,21 +251,49 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
-		ft := tx.State(feedTxKey{}, func() any {
-			t := &feedTx{}
-			tx.OnApplied(t.release)
-			tx.OnAbort(t.release)
-			return t
-		}).(*feedTx)
+		ft := feedTxOf(tx)
 		var err error
 		if p, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
-		ft.res = append(ft.res, reservation{st, p})
+		ft.res = append(ft.res, reservation{st: st, p: p})
 		return tx.Batch.Set(numberKey(prefix, p), val)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return p, nil
+}
+
+// feedTxOf returns the Tx's reservations, creating them at the first call.
+func feedTxOf(tx *storage.Tx) *feedTx {
+	return tx.State(feedTxKey{}, func() any {
+		t := &feedTx{}
+		tx.OnApplied(t.release)
+		tx.OnAbort(t.release)
+		return t
+	}).(*feedTx)
+}
+
+// own returns the positions the Tx reserved in st and has not dropped,
+// newest first.
+func (t *feedTx) own(st *stream) []int64 {
+	var out []int64
+	for _, r := range t.res {
+		if r.st == st && !r.dropped {
+			out = append(out, r.p)
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return out
+}
+
+// drop marks the Tx's reservations in st at or below cut as deleted.
+func (t *feedTx) drop(st *stream, cut int64) {
+	for i := range t.res {
+		if r := &t.res[i]; r.st == st && r.p <= cut {
+			r.dropped = true
+		}
+	}
 }

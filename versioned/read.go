@@ -20,6 +20,10 @@ type Doc[T any] struct {
 	ID      string
 	Version int64
 	Value   T
+	// Deleted marks a delete marker: the version Delete wrote. Value is
+	// then the zero T. Only History yields markers; the other reads
+	// answer ErrNotFound where the version they would return is one.
+	Deleted bool
 
 	coll string
 	kind byte
@@ -40,12 +44,15 @@ func (d Doc[T]) Cursor() tipkv.Cursor {
 	return ""
 }
 
-// doc decodes a version. The codec decodes into scratch (its pointer goes
+// doc decodes a version, or returns a delete marker's Doc. The codec decodes into scratch (its pointer goes
 // through an interface, so whatever it points into is on the heap): a
 // recycled or per-read scratch spares an allocation per Doc. scratch is
 // zeroed first (a codec may merge into what is there) but not after: the
 // caller clears a scratch it keeps.
 func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
+	if docfmt.IsDeleteMarker(raw) {
+		return Doc[T]{ID: id, Version: v, Deleted: true, coll: c.name, kind: kind}, nil
+	}
 	var zero T
 	*scratch = zero
 	err := c.codec.Decode(raw, scratch)
@@ -72,7 +79,8 @@ func (c *Collection[T]) docOne(id string, v int64, raw []byte) (Doc[T], error) {
 	return d, err
 }
 
-// Latest returns the latest version of the document id, or ErrNotFound.
+// Latest returns the latest version of the document id, or ErrNotFound
+// when there is none or it is a delete marker (the document is deleted).
 // It is one prefix seek; for a document that never existed the bloom
 // filters usually answer it without reading a data block.
 func (c *Collection[T]) Latest(id string) (Doc[T], error) {
@@ -81,7 +89,8 @@ func (c *Collection[T]) Latest(id string) (Doc[T], error) {
 
 // AsOf returns the version of the document id that was latest when version
 // v was written: the greatest version <= v, or ErrNotFound when there is
-// none (the document is younger, or those versions were pruned). One seek.
+// none (the document is younger, or those versions were pruned) or it is a
+// delete marker (the document was deleted then). One seek.
 func (c *Collection[T]) AsOf(id string, v int64) (Doc[T], error) {
 	if v < 1 {
 		return Doc[T]{}, fmt.Errorf("%w: %s: AsOf version %d", tipkv.ErrInvalid, c.where(id), v)
@@ -132,10 +141,14 @@ func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
 	}
+	if docfmt.IsDeleteMarker(raw) {
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: got, kind: deletedDoc}
+	}
 	return c.docOne(id, got, raw)
 }
 
-// Get returns version v of the document id, or ErrNotFound.
+// Get returns version v of the document id, or ErrNotFound when there is
+// no such version or it is a delete marker.
 func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 	if err := checkID(c.name, id); err != nil {
 		return Doc[T]{}, err
@@ -150,13 +163,17 @@ func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
+	if docfmt.IsDeleteMarker(raw) {
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: v, kind: deletedDoc}
+	}
 	return c.docOne(id, v, raw)
 }
 
 // History yields the versions of the document id newest first: the
 // versions in [q.From, q.To] (zero: open), below the version of q.After
-// when set, at most q.Limit of them (zero: all). It is one seek and a
-// forward scan bounded on both sides. A missing document yields nothing.
+// when set, at most q.Limit of them (zero: all), delete markers included
+// (as Docs with Deleted set). It is one seek and a forward scan bounded on
+// both sides. A missing document yields nothing.
 // An error (a bad query or cursor, a value that does not decode) is
 // yielded once, as the last pair.
 //
@@ -226,6 +243,7 @@ func (c *Collection[T]) historySpan(id string, q tipkv.Query) (prefix []byte, sp
 // LatestAll yields the latest version of every document of the collection
 // in id order (bytewise), from the first id in [q.Prefix, q.Prefix+1)
 // after the id of q.After (when set), at most q.Limit of them (zero: all).
+// Deleted documents (whose latest version is a delete marker) are skipped.
 // It is a skip-scan: one seek per document, however many versions each
 // has. q.From and q.To must be zero. An error is yielded once, as the last
 // pair.
@@ -284,6 +302,9 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 		if err != nil {
 			return err
 		}
+		if docfmt.IsDeleteMarker(raw) {
+			continue
+		}
 		d, err := c.doc(id, v, raw, kindAll, scratch)
 		if err != nil {
 			return err
@@ -302,20 +323,27 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 // answer (bloom filters make it cheap), so its message is only formatted
 // when asked for.
 type notFoundError struct {
-	coll, id string
-	v        int64
-	kind     byte
+	coll, id  string
+	v         int64 // asked for: 0 for the latest
+	deletedAt int64 // the marker's version, for deletedDoc
+	kind      byte
 }
 
 const (
 	missingDoc     byte = iota // Latest: no version at all
 	missingAsOf                // AsOf: no version <= v
 	missingVersion             // Get: no version v
+	deletedDoc                 // the version read is a delete marker
 )
 
 func (e *notFoundError) Error() string {
 	where := fmt.Sprintf("%v: collection %q, id %q", tipkv.ErrNotFound, e.coll, e.id)
 	switch e.kind {
+	case deletedDoc:
+		if e.v > 0 && e.v != e.deletedAt {
+			return fmt.Sprintf("%s: as of version %d it was deleted (delete marker at version %d)", where, e.v, e.deletedAt)
+		}
+		return fmt.Sprintf("%s: deleted (delete marker at version %d)", where, e.deletedAt)
 	case missingAsOf:
 		return fmt.Sprintf("%s: no version <= %d", where, e.v)
 	case missingVersion:
