@@ -20,8 +20,8 @@ type FeedOptions[T any] struct {
 	// must use the same codec. The default is codec.Msgpack[T].
 	Codec codec.Value[T]
 
-	// Clock gives the time Append stamps on an event. The default is
-	// time.Now.
+	// Clock gives the time Append stamps on an event. The default is the
+	// DB's clock (tipkv.Options.Clock).
 	Clock func() time.Time
 }
 
@@ -66,7 +66,9 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 		f.codec = codec.Msgpack[T]{}
 	}
 	if f.clock == nil {
-		f.clock = time.Now
+		if f.clock, err = link.Clock(db); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -204,12 +206,16 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 }
 
 // TrimBefore drops the events of stream older than t: positions in
-// [0, t), the Update's own Appends included when w is a Batch.
+// [0, t), the Update's own Appends included when w is a Batch. t must be
+// in [MinTime, MaxTime]; any other time is ErrInvalid and drops nothing.
 func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
 	}
-	cut := unixNanos(t) - 1
+	if err := checkTime("TrimBefore time", t); err != nil {
+		return fmt.Errorf("stream %q: %w", stream, err)
+	}
+	cut := t.UnixNano() - 1
 	return f.trim(w, stream, func(*trimmer) (int64, error) { return cut, nil })
 }
 

@@ -2,6 +2,7 @@ package versioned_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -401,6 +402,78 @@ func TestTrimInsideUpdateSeesOwnAppends(t *testing.T) {
 	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 1)
 	require.NoError(t, f.Trim(db, "s", 0))
 	require.Empty(t, collect(t, f.Newest("s", tipkv.Query{})))
+}
+
+// Times a feed cannot write are ErrInvalid at the call, and write
+// nothing: before the epoch, after MaxTime, from AppendAt, TrimBefore or
+// the clock of Append. MaxTime itself leaves room for Append after it.
+func TestTimesOutOfRangeAreInvalid(t *testing.T) {
+	db, f, clock := openFeed(t)
+	_, err := f.Append(db, "s", click{"kept"})
+	require.NoError(t, err)
+	for _, bad := range []time.Time{{}, time.Unix(0, 0), time.Unix(-5, 0), versioned.MaxTime.Add(1), time.Unix(0, math.MaxInt64), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		_, err := f.AppendAt(db, "s", bad, click{})
+		require.ErrorIs(t, err, tipkv.ErrInvalid, "AppendAt %v", bad)
+		require.ErrorContains(t, err, `stream "s"`)
+		require.ErrorIs(t, f.TrimBefore(db, "s", bad), tipkv.ErrInvalid, "TrimBefore %v", bad)
+		clock.Set(bad)
+		_, err = f.Append(db, "s", click{})
+		require.ErrorIs(t, err, tipkv.ErrInvalid, "Append with the clock at %v", bad)
+		require.ErrorContains(t, err, "the clock reads")
+	}
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 1, "nothing was written or dropped")
+
+	// The bounds themselves are written, and Append goes on after MaxTime.
+	p, err := f.AppendAt(db, "s", versioned.MinTime, click{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), p)
+	last, err := f.AppendAt(db, "s", versioned.MaxTime, click{})
+	require.NoError(t, err)
+	clock.Set(t0)
+	for i := range 3 {
+		p, err := f.Append(db, "s", click{})
+		require.NoError(t, err)
+		require.Equal(t, last+1+int64(i), p)
+	}
+	require.NoError(t, f.TrimBefore(db, "s", versioned.MaxTime))
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 4)
+}
+
+// A stream whose last event sits at the last nanosecond an int64 holds
+// (older versions' AppendAt wrote one at the maximum time) keeps taking
+// Appends: at the clock's time, as AppendAt places them.
+func TestAppendAfterAnEventAtTheLastNanosecond(t *testing.T) {
+	db, f, clock := openFeed(t)
+	key := codec.AppendDesc(codec.AppendString([]byte{byte(codec.FamilyFeed)}, "s"), math.MaxInt64-1)
+	val, err := codec.Msgpack[click]{}.Append(nil, click{"legacy"})
+	require.NoError(t, err)
+	rawSet(t, db, key, val)
+
+	p, err := f.Append(db, "s", click{})
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), p, "the one position left")
+	for i := range 3 {
+		p, err = f.Append(db, "s", click{})
+		require.NoError(t, err)
+		require.Equal(t, t0.UnixNano()+int64(i), p, "then the clock's time, ties one nanosecond apart")
+	}
+	clock.Set(t0.Add(time.Second))
+	p, err = f.Append(db, "s", click{})
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(time.Second).UnixNano(), p)
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 6)
+}
+
+// A Feed without a clock of its own reads the DB's (Options.Clock).
+func TestFeedUsesTheDBClock(t *testing.T) {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	defer db.Close()
+	f, err := versioned.NewFeed[click](db, nil)
+	require.NoError(t, err)
+	p, err := f.Append(db, "s", click{})
+	require.NoError(t, err)
+	require.Equal(t, t0.UnixNano(), p)
 }
 
 func TestPositionsContinueAfterReopen(t *testing.T) {

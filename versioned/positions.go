@@ -78,7 +78,8 @@ const maxTies = 1024
 
 // reserve hands out a unique position: with at == 0, the clock's time
 // bumped past the last position; otherwise at, or the first nanosecond
-// after it that no stored or in-flight event holds.
+// after it that no stored or in-flight event holds. A clock reading out of
+// [MinTime, MaxTime] is ErrInvalid.
 func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func() time.Time) (int64, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -89,25 +90,37 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 		}
 		st.last, st.loaded = last, true
 	}
-	if st.last == math.MaxInt64 {
-		return 0, fmt.Errorf("%w: no position left after %d", tipkv.ErrInvalid, st.last)
-	}
 	p := at
 	if at == 0 {
-		p = max(unixNanos(clock()), st.last+1)
-	} else if h, ok := st.ties[at]; ok {
+		now := clock()
+		if err := checkTime("the clock reads", now); err != nil {
+			return 0, err
+		}
+		p = now.UnixNano()
+		if st.last < math.MaxInt64 {
+			p = max(p, st.last+1)
+		} else {
+			// An event at the last nanosecond (older versions' AppendAt
+			// wrote one at the maximum time) leaves nothing after it:
+			// place the event as AppendAt would, at the clock's time.
+			at = p
+		}
+	}
+	if h, ok := st.ties[at]; ok && at != 0 {
 		p = max(p, h)
 	}
 	for ; p <= st.last; p++ {
-		if _, busy := st.inflight[p]; busy {
-			continue
+		if _, busy := st.inflight[p]; !busy {
+			_, err := s.Get(numberKey(prefix, p))
+			if errors.Is(err, storage.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
 		}
-		_, err := s.Get(numberKey(prefix, p))
-		if errors.Is(err, storage.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			return 0, err
+		if p == math.MaxInt64 {
+			return 0, fmt.Errorf("%w: every position from %d on is taken", tipkv.ErrInvalid, at)
 		}
 	}
 	if at != 0 && p <= st.last {
@@ -186,13 +199,32 @@ func (t *feedTx) release() {
 	}
 }
 
+// The times a feed takes: positions are Unix nanoseconds, which an int64
+// holds from 1677 to April 2262. Writes take times in [MinTime, MaxTime]
+// and refuse others with ErrInvalid; MaxTime leaves 8.7e15 nanoseconds
+// after it, so that Append, which may place an event past the last one,
+// never runs out of positions.
 var (
-	minTime = time.Unix(0, 1)
+	// MinTime is the earliest time a feed writes: one nanosecond after
+	// the Unix epoch (positions are >= 1).
+	MinTime = time.Unix(0, 1).UTC()
+	// MaxTime is the latest time a feed writes: the start of 2262 (UTC).
+	MaxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	minTime = MinTime
 	maxTime = time.Unix(0, math.MaxInt64)
 )
 
+// checkTime refuses a time a feed does not write.
+func checkTime(what string, t time.Time) error {
+	if t.Before(MinTime) || t.After(MaxTime) {
+		return fmt.Errorf("%w: %s %v, outside [%v, %v]", tipkv.ErrInvalid, what, t, MinTime, MaxTime)
+	}
+	return nil
+}
+
 // unixNanos is t.UnixNano clamped to [0, MaxInt64]: a time before 1970
-// gives 0.
+// gives 0. Reads clamp; writes refuse what they would have to clamp.
 func unixNanos(t time.Time) int64 {
 	switch {
 	case t.Before(minTime):
@@ -209,6 +241,12 @@ func unixNanos(t time.Time) int64 {
 // process, increasing. It returns the position. w is the DB or the Batch of
 // a DB.Update, as for Collection.Put.
 //
+// The clock must read a time in [MinTime, MaxTime]; any other reading is
+// ErrInvalid and writes nothing. A stream whose last event is at the last
+// nanosecond an int64 holds (only older versions of tipkv could write
+// one) has no position after it: Append then places events as AppendAt
+// does, at the clock's time or the first free nanosecond after it.
+//
 // Positions are unique even across Updates that fail (a failed Append's
 // position may stay unused) and across restarts (the last position is read
 // back from the store). Events of concurrent Updates can commit in another
@@ -220,15 +258,16 @@ func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) 
 // AppendAt writes event to stream at time t, or if another event holds
 // that nanosecond, at the first free one after it (and after the events
 // appended at t before): events appended at the same time keep their
-// order of appending. t must be after the Unix epoch and before the year
-// 2262. It returns the position.
+// order of appending. t must be in [MinTime, MaxTime] (after the Unix
+// epoch, before 2262); any other time is ErrInvalid and writes nothing. It
+// returns the position.
 //
 // Finding a free nanosecond in the past costs a store read per taken one,
 // so AppendAt into a dense run of events (thousands of Appends within as
 // many nanoseconds) is slow; a run of AppendAt calls with one time is not.
 func (f *Feed[T]) AppendAt(w tipkv.Writer, stream string, t time.Time, event T) (int64, error) {
-	if !t.After(time.Unix(0, 0)) || t.After(maxTime) {
-		return 0, fmt.Errorf("%w: stream %q: AppendAt time %v is not between the Unix epoch and 2262", tipkv.ErrInvalid, stream, t)
+	if err := checkTime("AppendAt time", t); err != nil {
+		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
 	return f.append(w, stream, t.UnixNano(), event)
 }
