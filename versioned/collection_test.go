@@ -666,3 +666,43 @@ func TestVersionsContinueAfterReopen(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(4), v)
 }
+
+// The loop of issue 16, test-sized: Put, Prune(keep 3) and Latest of one
+// document. It stays flat on what this package controls, without timing
+// anything: no range tombstone is written (every new iterator would
+// fragment them all again), and an iteration positions iterators as often
+// at the end as at the start (the oldest version is remembered, so a Prune
+// never walks back over the point tombstones of the ones before).
+// BenchmarkPruneLoop times it.
+func TestPruneLoopStaysFlat(t *testing.T) {
+	db, users := openUsers(t)
+	dels := traceDeletes(t)
+	var c seekCounter
+	defer versioned.WrapIters(c.wrap)()
+	const iters, window = 3000, 1000
+	var first, last int64
+	for i := range iters {
+		if i == 100 || i == iters-window {
+			c.seeks.Store(0)
+			c.nexts.Store(0)
+		}
+		v, err := users.Put(db, "doc", user{Age: i})
+		require.NoError(t, err)
+		_, err = users.Prune(db, "doc", 3)
+		require.NoError(t, err)
+		d, err := users.Latest("doc")
+		require.NoError(t, err)
+		require.Equal(t, v, d.Version)
+		switch i {
+		case 100 + window - 1:
+			first = c.seeks.Load() + c.nexts.Load()
+		case iters - 1:
+			last = c.seeks.Load() + c.nexts.Load()
+		}
+	}
+	require.Zero(t, dels.rangeCount())
+	require.Len(t, dels.spans, iters-3, "one point delete a pruned version")
+	require.Equal(t, int64(window), first, "one seek an iteration: Latest's")
+	require.Equal(t, first, last)
+	require.Equal(t, seq(iters, iters-2), versionsOf(collect(t, users.History("doc", tipkv.Query{}))))
+}
