@@ -91,8 +91,8 @@ func newestVersion(s storage.Store, prefix []byte) (v int64, deleted bool, err e
 // dropVersions deletes the versions [oldest, cut] of the document under
 // prefix and returns how many there were. Versions are dense, so their
 // keys are known without reading them: fewer than rangeDeleteMin get point
-// deletes, more one range delete. Either starts at the oldest remaining
-// version, so no two tombstones ever cover one key.
+// deletes, rangeDeleteMin or more one range delete. Either starts at the
+// oldest remaining version, so no two tombstones ever cover one key.
 func dropVersions(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, cut int64) (int64, error) {
 	oldest, err := d.oldestOf(s, prefix)
 	if err != nil {

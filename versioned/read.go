@@ -21,8 +21,9 @@ type Doc[T any] struct {
 	Version int64
 	Value   T
 	// Deleted marks a delete marker: the version Delete wrote. Value is
-	// then the zero T. Only History yields markers; the other reads
-	// answer ErrNotFound where the version they would return is one.
+	// then the zero T. Only History and HistoryPage yield markers; the
+	// other reads answer ErrNotFound where the version they would return
+	// is one (LatestAll and LatestMany skip it).
 	Deleted bool
 
 	coll string
@@ -31,8 +32,8 @@ type Doc[T any] struct {
 
 // Cursor returns the position just after d in the read that returned it,
 // for Query.After: a History cursor (older versions of d.ID) for History,
-// Latest, Get and AsOf; a LatestAll cursor (documents after d.ID) for
-// LatestAll. The zero Doc has the empty cursor.
+// HistoryPage, Latest, LatestMany, Get and AsOf; a LatestAll cursor
+// (documents after d.ID) for LatestAll. The zero Doc has the empty cursor.
 func (d Doc[T]) Cursor() tipkv.Cursor {
 	scope := namePrefix(codec.FamilyVersions, d.coll)
 	switch d.kind {

@@ -69,8 +69,8 @@ func newestNumber(s storage.Store, prefix []byte) (int64, error) {
 }
 
 // oldestNumber returns the oldest version or position under prefix, 0 if
-// there is none. It is the one reverse seek of this package: it finds where
-// a range delete must end, never what a read returns.
+// there is none. With Count's, it is one of the two reverse seeks of this
+// package: it finds where a drop must start, never what a read yields.
 func oldestNumber(s storage.Store, prefix []byte) (int64, error) {
 	hi := numberKey(prefix, 0)
 	it, err := newIter(s, prefix, hi)
