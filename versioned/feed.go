@@ -107,7 +107,8 @@ func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error
 
 // Between yields the events of stream whose time is in [from, to), newest
 // first, within q's bounds too, as Newest does. from after to is
-// ErrInvalid.
+// ErrInvalid. Unlike the writes, it takes any times (time.Time{} for an
+// open start, say): the answer over any interval is exact.
 func (f *Feed[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
 	if from.After(to) {
 		return func(yield func(Event[T], error) bool) {
