@@ -226,7 +226,7 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 				e.waiters++
 				w.mu.Unlock()
 				nested = -1
-				if insideEnclosingUpdate() {
+				if insideEnclosingUpdate(t.tx.Running()) {
 					nested = 1
 				}
 				w.mu.Lock()
@@ -290,16 +290,19 @@ const updateFn = "github.com/tipkv/tipkv.(*DB).runUpdateFn"
 // insideEnclosingUpdate reports whether the caller's stack holds two frames
 // of updateFn: one for the Update of its own Tx (a write on the DB runs in
 // an Update of its own), one for an Update whose function it runs in.
-func insideEnclosingUpdate() bool {
+func insideEnclosingUpdate(ownIsUpdate bool) bool {
 	var pcs [64]uintptr
-	seen := 0
+	seen, enough := 0, 1
+	if ownIsUpdate {
+		enough = 2 // the waiter's own Update function is on the stack too
+	}
 	for skip := 2; ; {
 		n := runtime.Callers(skip, pcs[:])
 		frames := runtime.CallersFrames(pcs[:n])
 		for {
 			f, more := frames.Next()
 			if f.Function == updateFn {
-				if seen++; seen == 2 {
+				if seen++; seen == enough {
 					return true
 				}
 			}

@@ -16,15 +16,21 @@ func TestUpdateFrameIsFound(t *testing.T) {
 	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
 	require.NoError(t, err)
 	defer db.Close()
-	require.False(t, insideEnclosingUpdate(), "outside any Update")
+	require.False(t, insideEnclosingUpdate(false), "a write on the DB outside any Update")
 	var outer *storage.Tx
-	require.NoError(t, link.Write(db, func(tx *storage.Tx) error {
-		outer = tx
-		require.True(t, tx.Running())
-		require.False(t, insideEnclosingUpdate(), "in one Update: its own frame only")
-		return db.Update(func(*tipkv.Batch) error {
-			require.True(t, insideEnclosingUpdate(), "in an Update inside another")
-			return nil
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+		return link.Write(b, func(tx *storage.Tx) error {
+			outer = tx
+			require.True(t, tx.Running(), "the Update's function is running")
+			require.False(t, insideEnclosingUpdate(true), "in one Update: its own frame only")
+			require.True(t, insideEnclosingUpdate(false), "a write on the DB inside an Update")
+			return link.Write(db, func(inner *storage.Tx) error {
+				require.False(t, inner.Running(), "a write on the DB runs no caller's code")
+				return db.Update(func(*tipkv.Batch) error {
+					require.True(t, insideEnclosingUpdate(true), "an Update inside another")
+					return nil
+				})
+			})
 		})
 	}))
 	require.False(t, outer.Running(), "the function has returned")
