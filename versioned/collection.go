@@ -6,6 +6,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
 )
@@ -71,24 +72,40 @@ func (c *Collection[T]) docPrefix(dst []byte, id string) []byte {
 	return codec.AppendString(append(dst, c.prefix...), id)
 }
 
-// Put writes doc as the next version of the document id, 1 for a new
-// document, and returns that version. Concurrent Puts of one document get
-// dense, unique versions, in the order they commit.
+// Put writes doc as the next version of the document id and returns that
+// version: 1 for a new document, latest+1 otherwise, a delete marker
+// included (after a Delete at version 4 the next Put writes 5). Concurrent
+// Puts of one document get dense, unique versions, in the order they
+// commit. A version number is never used twice for one document, unless
+// Purge drops its whole history.
 //
 // w is the DB, to commit the version at once, or the Batch of a DB.Update,
-// to commit it with the rest of the Update. Inside an Update, pass the
-// Batch: from its first Put to its end an Update holds the DB's version
-// lock, and a write made on the DB inside it waits for that lock forever.
-// A version written in an Update that fails is given back: the next Put
-// gets it.
+// to commit it with the rest of the Update. A Tx holds each document it
+// writes from its first write of it until it commits or fails, and other
+// writes of that document wait meanwhile; a version written in an Update
+// that fails is given back (the next Put gets it).
+//
+// Inside an Update's function, pass the Batch. A write on the DB there is
+// a Tx of its own: it commits on its own when no Update holds its
+// document, waits when one that is committing does, and fails at once with
+// ErrInvalid when an Update whose function is still running does (it may
+// be the enclosing one, which would wait for it for ever). An Update that
+// would wait for an Update waiting for it (two documents written in
+// opposite orders) fails with ErrConflict instead: retry it.
+//
+// A value that encodes to the single byte 0xC1, the delete marker
+// (possible with codec.Raw or codec.String), is ErrInvalid.
 func (c *Collection[T]) Put(w tipkv.Writer, id string, doc T) (int64, error) {
 	return c.put(w, id, doc, -1)
 }
 
 // PutIf is Put on the condition that the document's latest version is
-// expected (0: that the document does not exist). Otherwise it writes
-// nothing and fails with ErrConflict. Inside an Update the condition counts
-// the Update's own earlier writes.
+// expected, a delete marker included: after a Delete at version 4, a stale
+// PutIf(3) fails and PutIf(4) succeeds. expected 0 means that there is no
+// live document: never written, purged, or deleted (its latest version is
+// a delete marker). Otherwise it writes nothing and fails with
+// ErrConflict. Inside an Update the condition counts the Update's own
+// earlier writes.
 func (c *Collection[T]) PutIf(w tipkv.Writer, id string, doc T, expected int64) (int64, error) {
 	if expected < 0 {
 		return 0, fmt.Errorf("%w: %s: expected version %d", tipkv.ErrInvalid, c.where(id), expected)
@@ -132,8 +149,12 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	if err := checkValue(op.buf[op.n+codec.NumberSize:]); err != nil {
+	val := op.buf[op.n+codec.NumberSize:]
+	if err := checkValue(val); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	if docfmt.IsDeleteMarker(val) {
+		return 0, fmt.Errorf("%w: %s: the value encodes to the single byte 0x%02X, which marks a deleted version", tipkv.ErrInvalid, c.where(id), docfmt.DeleteMarker)
 	}
 	if err := link.Write(w, op.run); err != nil {
 		return 0, err
@@ -143,18 +164,21 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 
 func (op *putOp[T]) write(tx *storage.Tx) error {
 	c := op.c
-	t, err := c.w.lock(c.db, tx)
+	prefix := op.buf[:op.n]
+	d, err := c.lock(tx, prefix, op.id)
 	if err != nil {
 		return err
 	}
-	prefix := op.buf[:op.n]
-	d := t.doc(prefix)
-	latest, err := t.latest(c.store, d, prefix)
+	latest, err := d.latestOf(c.store, prefix)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.where(op.id), err)
 	}
-	if op.expected >= 0 && latest != op.expected {
-		return fmt.Errorf("%w: %s: latest version is %d, expected %d", tipkv.ErrConflict, c.where(op.id), latest, op.expected)
+	if op.expected >= 0 && latest != op.expected && (op.expected != 0 || !d.deleted) {
+		what := ""
+		if d.deleted {
+			what = " (a delete marker)"
+		}
+		return fmt.Errorf("%w: %s: latest version is %d%s, expected %d", tipkv.ErrConflict, c.where(op.id), latest, what, op.expected)
 	}
 	v := latest + 1
 	codec.AppendDesc(prefix, v) // in place, in the room left for it
@@ -162,57 +186,88 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	if err := tx.Batch.Set(key, op.buf[len(key):]); err != nil {
 		return err
 	}
-	d.latest, op.v = v, v
-	if v == 1 {
+	if latest == 0 {
 		d.oldest, d.oldestKnown = 1, true
 	}
+	d.latest, d.deleted, op.v = v, false, v
 	return nil
 }
 
-// Delete drops every version of the document id with one range delete. A
-// missing document is not an error. A later Put starts the document again
-// at version 1: a deleted document leaves nothing behind.
+// lock returns the Tx's view of the document under prefix, taking the
+// document for the Tx at its first write of it.
+func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docState, error) {
+	t, err := c.w.txOf(c.db, tx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := t.lock(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	return &e.tx, nil
+}
+
+// Delete deletes the document id by writing a delete marker as its next
+// version (latest+1): its history stays, and version numbers are never
+// reused. Afterwards Latest is ErrNotFound, and so are Get of the marker's
+// version and AsOf of any version from it on; History shows the marker as
+// a Doc with Deleted set; LatestAll and LatestMany skip the document. The
+// next Put writes the version after the marker.
+//
+// Deleting a document that is missing, purged or already deleted writes
+// nothing and is not an error. Prune drops a marker like any other
+// version, but never the latest one; Purge drops the history, marker
+// included. w is the DB or a Batch, as for Put.
 func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 	if err := checkID(c.name, id); err != nil {
 		return err
 	}
 	prefix := c.docPrefix(nil, id)
 	return link.Write(w, func(tx *storage.Tx) error {
-		t, err := c.w.lock(c.db, tx)
+		d, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
 		}
-		d := t.doc(prefix)
-		latest, err := t.latest(c.store, d, prefix)
+		latest, err := d.latestOf(c.store, prefix)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
-		if latest == 0 {
+		if latest == 0 || d.deleted {
 			return nil
 		}
-		if err := deleteRange(tx, prefix, codec.PrefixEnd(prefix)); err != nil {
+		v := latest + 1
+		if err := tx.Batch.Set(numberKey(prefix, v), []byte{docfmt.DeleteMarker}); err != nil {
 			return err
 		}
-		d.latest, d.oldest, d.oldestKnown = 0, 0, true
+		d.latest, d.deleted = v, true
 		return nil
 	})
 }
 
+// Purge drops every version of the document id, delete marker included,
+// and returns how many it dropped. It is the one call after which version
+// numbers start again at 1: a client that kept a version number or a
+// cursor from before may then see other content under it, so prefer
+// Delete unless the document must be gone entirely. A missing document
+// drops nothing. w is the DB or a Batch, as for Put.
+func (c *Collection[T]) Purge(w tipkv.Writer, id string) (int64, error) {
+	return c.prune(w, id, func(latest int64) int64 { return latest })
+}
+
 // Prune drops the versions of the document id older than its keepNewest
-// newest ones (keepNewest >= 1: the latest version is never dropped), with
-// one range delete that starts where the last prune ended, so ranges never
-// overlap. It returns how many versions it dropped; a missing document
-// drops none.
+// newest ones, delete markers counted as versions (keepNewest >= 1: the
+// latest version, marker or not, is never dropped). It returns how many
+// versions it dropped; a missing document drops none.
 func (c *Collection[T]) Prune(w tipkv.Writer, id string, keepNewest int) (int64, error) {
 	if keepNewest < 1 {
-		return 0, fmt.Errorf("%w: %s: Prune must keep at least 1 version, not %d (Delete drops them all)", tipkv.ErrInvalid, c.where(id), keepNewest)
+		return 0, fmt.Errorf("%w: %s: Prune must keep at least 1 version, not %d (Purge drops them all)", tipkv.ErrInvalid, c.where(id), keepNewest)
 	}
 	return c.prune(w, id, func(latest int64) int64 { return latest - int64(keepNewest) })
 }
 
 // PruneBefore drops the versions of the document id below v: [1, v). It
-// never drops the latest version, even when v is past it. It returns how
-// many versions it dropped.
+// never drops the latest version, marker or not, even when v is past it.
+// It returns how many versions it dropped.
 func (c *Collection[T]) PruneBefore(w tipkv.Writer, id string, v int64) (int64, error) {
 	if v < 1 {
 		return 0, fmt.Errorf("%w: %s: PruneBefore version %d", tipkv.ErrInvalid, c.where(id), v)
@@ -220,7 +275,8 @@ func (c *Collection[T]) PruneBefore(w tipkv.Writer, id string, v int64) (int64, 
 	return c.prune(w, id, func(latest int64) int64 { return min(v, latest) - 1 })
 }
 
-// prune drops the versions <= cut(latest).
+// prune drops the versions <= cut(latest): with point deletes or one range
+// delete (see dropVersions), starting where the last drop ended.
 func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) int64) (int64, error) {
 	if err := checkID(c.name, id); err != nil {
 		return 0, err
@@ -228,12 +284,11 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 	prefix := c.docPrefix(nil, id)
 	var dropped int64
 	err := link.Write(w, func(tx *storage.Tx) error {
-		t, err := c.w.lock(c.db, tx)
+		d, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
 		}
-		d := t.doc(prefix)
-		latest, err := t.latest(c.store, d, prefix)
+		latest, err := d.latestOf(c.store, prefix)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
@@ -241,7 +296,7 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if latest == 0 || to < 1 {
 			return nil
 		}
-		dropped, err = t.dropThrough(tx, c.store, d, prefix, to)
+		dropped, err = dropVersions(tx, c.store, d, prefix, to)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}

@@ -173,7 +173,7 @@ func TestValueThatDoesNotDecodeIsCorrupt(t *testing.T) {
 	db, users := openUsers(t)
 	putN(t, users, db, "a", 2)
 	key := codec.AppendDesc(codec.AppendString(codec.AppendString([]byte{byte(codec.FamilyVersions)}, "users"), "a"), 3)
-	rawSet(t, db, key, []byte{0xc1}) // 0xc1 is never valid msgpack
+	rawSet(t, db, key, []byte{0xc1, 0x01}) // 0xc1 is never valid msgpack (alone, it is a delete marker)
 
 	_, err := users.Latest("a")
 	require.ErrorIs(t, err, tipkv.ErrCorrupt)
@@ -263,71 +263,242 @@ func TestBatchOfAnotherDBIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 }
 
-func TestDeleteThenPutStartsAgain(t *testing.T) {
+// Delete writes a marker as the next version: the history stays, reads
+// answer ErrNotFound where they would return the marker, and the next Put
+// continues after it, so a version number never comes back.
+func TestDeleteWritesAMarker(t *testing.T) {
 	db, users := openUsers(t)
 	require.NoError(t, users.Delete(db, "a"), "deleting a missing document is no error")
+	require.Empty(t, collect(t, users.History("a", tipkv.Query{})), "and writes nothing")
+
 	putN(t, users, db, "a", 3)
 	putN(t, users, db, "b", 2)
 	require.NoError(t, users.Delete(db, "a"))
+
 	_, err := users.Latest("a")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
-	require.Empty(t, collect(t, users.History("a", tipkv.Query{})))
-
-	v, err := users.Put(db, "a", user{Name: "again"})
+	require.ErrorContains(t, err, "delete marker at version 4")
+	_, err = users.Get("a", 4)
+	require.ErrorIs(t, err, tipkv.ErrNotFound)
+	d, err := users.Get("a", 3)
+	require.NoError(t, err, "the versions before the marker stay")
+	require.Equal(t, 2, d.Value.Age)
+	d, err = users.AsOf("a", 3)
 	require.NoError(t, err)
-	require.Equal(t, int64(1), v, "a deleted document starts again at version 1")
-	require.Equal(t, []int64{1}, versionsOf(collect(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, int64(3), d.Version)
+	for _, v := range []int64{4, 5, 1 << 40} {
+		_, err = users.AsOf("a", v)
+		require.ErrorIs(t, err, tipkv.ErrNotFound, "AsOf(%d)", v)
+	}
+	hist := collect(t, users.History("a", tipkv.Query{}))
+	require.Equal(t, seq(4, 1), versionsOf(hist))
+	require.True(t, hist[0].Deleted)
+	require.Equal(t, user{}, hist[0].Value, "a marker has no value")
+	require.False(t, hist[1].Deleted)
+	require.Equal(t, []string{"b"}, idsOf(collect(t, users.LatestAll(tipkv.Query{}))), "LatestAll skips a deleted document")
+	n, err := users.Count("a")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), n, "the marker is a version kept")
+
+	// A second Delete writes nothing.
+	require.NoError(t, users.Delete(db, "a"))
+	require.Equal(t, seq(4, 1), versionsOf(collect(t, users.History("a", tipkv.Query{}))))
+
+	// A stale PutIf fails; PutIf(0) means "no live document".
+	_, err = users.PutIf(db, "a", user{}, 3)
+	require.ErrorIs(t, err, tipkv.ErrConflict)
+	require.ErrorContains(t, err, "latest version is 4 (a delete marker), expected 3")
+	v, err := users.PutIf(db, "a", user{Name: "again"}, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), v, "the next Put continues after the marker")
+	_, err = users.PutIf(db, "a", user{}, 0)
+	require.ErrorIs(t, err, tipkv.ErrConflict, "the document is live again")
+	d, err = users.Latest("a")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), d.Version)
+	require.Equal(t, "again", d.Value.Name)
+
+	// PutIf on the marker's own version succeeds too.
+	require.NoError(t, users.Delete(db, "a"))
+	v, err = users.PutIf(db, "a", user{}, 6)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), v)
 
 	b, err := users.Latest("b")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), b.Version, "Delete touches one document only")
 
-	// Delete then Put in one Update.
+	// Delete then Put in one Update, and a Delete inside an Update that
+	// fails, which leaves nothing behind.
 	require.NoError(t, db.Update(func(bt *tipkv.Batch) error {
-		if err := users.Delete(bt, "b"); err != nil {
-			return err
-		}
+		require.NoError(t, users.Delete(bt, "b"))
+		require.NoError(t, users.Delete(bt, "b"), "the second sees the first")
 		v, err := users.Put(bt, "b", user{Name: "b1"})
-		require.Equal(t, int64(1), v)
+		require.Equal(t, int64(4), v)
 		return err
 	}))
-	require.Equal(t, []int64{1}, versionsOf(collect(t, users.History("b", tipkv.Query{}))))
-	_, err = users.PutIf(db, "a", user{}, 0)
-	require.ErrorIs(t, err, tipkv.ErrConflict)
+	require.Equal(t, []bool{false, true, false, false}, deletedOf(collect(t, users.History("b", tipkv.Query{}))))
+	boom := errors.New("boom")
+	require.ErrorIs(t, db.Update(func(bt *tipkv.Batch) error {
+		require.NoError(t, users.Delete(bt, "b"))
+		return boom
+	}), boom)
+	v, err = users.Put(db, "b", user{})
+	require.NoError(t, err)
+	require.Equal(t, int64(5), v, "the failed Update's marker version is given back")
 }
 
-// rangeLog records the range deletes the package writes, decoded as the
-// [lo, hi] versions they cover.
-type rangeLog struct {
-	spans [][2]int64
+// Prune counts markers as versions and never drops the latest one;
+// Purge drops everything, and only then do versions start again at 1.
+func TestPruneAndPurgeAfterDelete(t *testing.T) {
+	db, users := openUsers(t)
+	putN(t, users, db, "a", 5)
+	require.NoError(t, users.Delete(db, "a"))
+	n, err := users.Prune(db, "a", 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(5), n)
+	hist := collect(t, users.History("a", tipkv.Query{}))
+	require.Equal(t, []int64{6}, versionsOf(hist))
+	require.True(t, hist[0].Deleted, "the marker is the latest version, kept")
+	n, err = users.PruneBefore(db, "a", 100)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.NoError(t, users.Delete(db, "a"), "still deleted: nothing written")
+	_, err = users.Latest("a")
+	require.ErrorIs(t, err, tipkv.ErrNotFound)
+
+	v, err := users.Put(db, "a", user{})
+	require.NoError(t, err)
+	require.Equal(t, int64(7), v)
+
+	n, err = users.Purge(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	require.Empty(t, collect(t, users.History("a", tipkv.Query{})))
+	_, err = users.Latest("a")
+	require.ErrorIs(t, err, tipkv.ErrNotFound)
+	n, err = users.Purge(db, "a")
+	require.NoError(t, err)
+	require.Zero(t, n, "purging a missing document drops nothing")
+	v, err = users.Put(db, "a", user{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), v, "after Purge versions start again at 1")
+
+	// Purge, Put and Delete in one Update see each other.
+	putN(t, users, db, "a", 2)
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+		n, err := users.Purge(b, "a")
+		require.NoError(t, err)
+		require.Equal(t, int64(3), n)
+		v, err := users.Put(b, "a", user{Name: "new"})
+		require.NoError(t, err)
+		require.Equal(t, int64(1), v)
+		return users.Delete(b, "a")
+	}))
+	hist = collect(t, users.History("a", tipkv.Query{}))
+	require.Equal(t, []bool{true, false}, deletedOf(hist))
+	require.Equal(t, seq(2, 1), versionsOf(hist))
+
+	_, err = users.Purge(db, "")
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
 }
 
-func traceRanges(t *testing.T) *rangeLog {
-	l := &rangeLog{}
-	restore := versioned.TraceDeleteRanges(func(lo, hi []byte) {
+// A value that encodes to the marker byte cannot be Put: it would read as
+// a deletion.
+func TestPutOfTheMarkerByteIsInvalid(t *testing.T) {
+	db := testutil.OpenMem(t)
+	blobs, err := versioned.NewCollection[[]byte](db, "blobs", &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	require.NoError(t, err)
+	_, err = blobs.Put(db, "x", []byte{0xc1})
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	require.ErrorContains(t, err, "0xC1")
+	_, err = blobs.PutIf(db, "x", []byte{0xc1}, 0)
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	_, err = blobs.Latest("x")
+	require.ErrorIs(t, err, tipkv.ErrNotFound, "nothing was written")
+	v, err := blobs.Put(db, "x", []byte{0xc1, 0xc1})
+	require.NoError(t, err, "longer values starting with 0xC1 are values")
+	require.Equal(t, int64(1), v)
+
+	texts, err := versioned.NewCollection[string](db, "texts", &versioned.Options[string]{Codec: codec.String{}})
+	require.NoError(t, err)
+	_, err = texts.Put(db, "x", "\xc1")
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+}
+
+func deletedOf[T any](docs []versioned.Doc[T]) []bool {
+	var out []bool
+	for _, d := range docs {
+		out = append(out, d.Deleted)
+	}
+	return out
+}
+
+// deleteLog records the deletes the package writes, decoded as the
+// [lo, hi] versions or positions they cover, with whether each was a range
+// delete.
+type deleteLog struct {
+	spans  [][2]int64
+	ranges []bool
+}
+
+func traceDeletes(t *testing.T) *deleteLog {
+	l := &deleteLog{}
+	restore := versioned.TraceDeletes(func(lo, hi []byte) {
 		a, _, err := codec.DecodeDesc(lo[len(lo)-codec.NumberSize:])
 		require.NoError(t, err)
+		if hi == nil {
+			l.spans = append(l.spans, [2]int64{a, a})
+			l.ranges = append(l.ranges, false)
+			return
+		}
 		b, _, err := codec.DecodeDesc(hi[len(hi)-codec.NumberSize:])
 		require.NoError(t, err)
 		// [desc(a), desc(b)) covers the numbers (b, a].
 		l.spans = append(l.spans, [2]int64{b + 1, a})
+		l.ranges = append(l.ranges, true)
 	})
 	t.Cleanup(restore)
 	return l
 }
 
-func (l *rangeLog) requireDisjoint(t *testing.T) {
+// runs merges the spans into runs of consecutive numbers, in the order
+// they were written: what the deletes covered, however they were split.
+func (l *deleteLog) runs() [][2]int64 {
+	var out [][2]int64
+	for _, s := range l.spans {
+		if n := len(out); n > 0 && out[n-1][1]+1 == s[0] {
+			out[n-1][1] = s[1]
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// rangeCount is how many range deletes were written.
+func (l *deleteLog) rangeCount() int {
+	n := 0
+	for _, r := range l.ranges {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *deleteLog) requireDisjoint(t *testing.T) {
 	t.Helper()
 	for i, a := range l.spans {
 		for _, b := range l.spans[:i] {
-			require.True(t, a[1] < b[0] || b[1] < a[0], "range %v overlaps earlier range %v", a, b)
+			require.True(t, a[1] < b[0] || b[1] < a[0], "delete %v overlaps earlier delete %v", a, b)
 		}
 	}
 }
 
 func TestPrune(t *testing.T) {
 	db, users := openUsers(t)
-	ranges := traceRanges(t)
+	ranges := traceDeletes(t)
 	putN(t, users, db, "a", 10)
 	putN(t, users, db, "b", 3)
 
@@ -335,19 +506,20 @@ func TestPrune(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(7), n)
 	require.Equal(t, seq(10, 8), versionsOf(collect(t, users.History("a", tipkv.Query{}))))
-	require.Equal(t, [][2]int64{{1, 7}}, ranges.spans)
+	require.Equal(t, [][2]int64{{1, 7}}, ranges.runs())
+	require.Zero(t, ranges.rangeCount(), "a short span gets point deletes")
 
 	n, err = users.Prune(db, "a", 3)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing more to prune")
-	require.Len(t, ranges.spans, 1, "and no range written")
+	require.Len(t, ranges.spans, 7, "and no delete written")
 
 	putN(t, users, db, "a", 2)
 	n, err = users.Prune(db, "a", 3)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
 	require.Equal(t, seq(12, 10), versionsOf(collect(t, users.History("a", tipkv.Query{}))))
-	require.Equal(t, [][2]int64{{1, 7}, {8, 9}}, ranges.spans, "a prune starts where the last one ended")
+	require.Equal(t, [][2]int64{{1, 9}}, ranges.runs(), "a prune starts where the last one ended")
 
 	n, err = users.Prune(db, "a", 1)
 	require.NoError(t, err)
@@ -373,7 +545,7 @@ func TestPrune(t *testing.T) {
 
 func TestPruneBeforeBoundaries(t *testing.T) {
 	db, users := openUsers(t)
-	ranges := traceRanges(t)
+	ranges := traceDeletes(t)
 	putN(t, users, db, "a", 10)
 
 	n, err := users.PruneBefore(db, "a", 1)
@@ -400,7 +572,8 @@ func TestPruneBeforeBoundaries(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)
 	require.Equal(t, []int64{10}, versionsOf(collect(t, users.History("a", tipkv.Query{}))), "the latest stays")
-	require.Equal(t, [][2]int64{{1, 3}, {4, 4}, {5, 9}}, ranges.spans)
+	require.Equal(t, [][2]int64{{1, 9}}, ranges.runs())
+	require.Len(t, ranges.spans, 9, "one point delete a version")
 	ranges.requireDisjoint(t)
 
 	_, err = users.PruneBefore(db, "a", 0)
@@ -410,7 +583,7 @@ func TestPruneBeforeBoundaries(t *testing.T) {
 // Prunes and Puts inside one Update count each other.
 func TestPruneInsideUpdate(t *testing.T) {
 	db, users := openUsers(t)
-	ranges := traceRanges(t)
+	ranges := traceDeletes(t)
 	putN(t, users, db, "a", 4)
 	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
 		putN(t, users, b, "a", 2) // 5, 6
@@ -423,7 +596,8 @@ func TestPruneInsideUpdate(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, seq(6, 5), versionsOf(collect(t, users.History("a", tipkv.Query{}))))
-	require.Equal(t, [][2]int64{{1, 3}, {4, 4}}, ranges.spans)
+	require.Equal(t, [][2]int64{{1, 4}}, ranges.runs())
+	ranges.requireDisjoint(t)
 
 	// A new document written and pruned in one Update.
 	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
@@ -434,6 +608,34 @@ func TestPruneInsideUpdate(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, seq(5, 4), versionsOf(collect(t, users.History("new", tipkv.Query{}))))
+}
+
+// Long spans go with one range delete, short ones with point deletes;
+// either starts where the last drop ended, so no two ever overlap.
+func TestPruneLongSpansWithOneRangeDelete(t *testing.T) {
+	defer versioned.SetRangeDeleteMin(4)()
+	db, users := openUsers(t)
+	ranges := traceDeletes(t)
+	putN(t, users, db, "a", 20)
+	n, err := users.Prune(db, "a", 17) // 1..3: points
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	n, err = users.PruneBefore(db, "a", 10) // 4..9: a range
+	require.NoError(t, err)
+	require.Equal(t, int64(6), n)
+	n, err = users.Prune(db, "a", 7) // 10..13: a range of exactly 4
+	require.NoError(t, err)
+	require.Equal(t, int64(4), n)
+	require.Equal(t, [][2]int64{{1, 1}, {2, 2}, {3, 3}, {4, 9}, {10, 13}}, ranges.spans)
+	require.Equal(t, []bool{false, false, false, true, true}, ranges.ranges)
+	require.Equal(t, seq(20, 14), versionsOf(collect(t, users.History("a", tipkv.Query{}))))
+
+	n, err = users.Purge(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(7), n)
+	require.Equal(t, [2]int64{14, 20}, ranges.spans[len(ranges.spans)-1])
+	ranges.requireDisjoint(t)
+	require.Empty(t, collect(t, users.History("a", tipkv.Query{})))
 }
 
 func TestClosedDB(t *testing.T) {
@@ -463,4 +665,44 @@ func TestVersionsContinueAfterReopen(t *testing.T) {
 	v, err := users.Put(db, "a", user{})
 	require.NoError(t, err)
 	require.Equal(t, int64(4), v)
+}
+
+// The loop of issue 16, test-sized: Put, Prune(keep 3) and Latest of one
+// document. It stays flat on what this package controls, without timing
+// anything: no range tombstone is written (every new iterator would
+// fragment them all again), and an iteration positions iterators as often
+// at the end as at the start (the oldest version is remembered, so a Prune
+// never walks back over the point tombstones of the ones before).
+// BenchmarkPruneLoop times it.
+func TestPruneLoopStaysFlat(t *testing.T) {
+	db, users := openUsers(t)
+	dels := traceDeletes(t)
+	var c seekCounter
+	defer versioned.WrapIters(c.wrap)()
+	const iters, window = 3000, 1000
+	var first, last int64
+	for i := range iters {
+		if i == 100 || i == iters-window {
+			c.seeks.Store(0)
+			c.nexts.Store(0)
+		}
+		v, err := users.Put(db, "doc", user{Age: i})
+		require.NoError(t, err)
+		_, err = users.Prune(db, "doc", 3)
+		require.NoError(t, err)
+		d, err := users.Latest("doc")
+		require.NoError(t, err)
+		require.Equal(t, v, d.Version)
+		switch i {
+		case 100 + window - 1:
+			first = c.seeks.Load() + c.nexts.Load()
+		case iters - 1:
+			last = c.seeks.Load() + c.nexts.Load()
+		}
+	}
+	require.Zero(t, dels.rangeCount())
+	require.Len(t, dels.spans, iters-3, "one point delete a pruned version")
+	require.Equal(t, int64(window), first, "one seek an iteration: Latest's")
+	require.Equal(t, first, last)
+	require.Equal(t, seq(iters, iters-2), versionsOf(collect(t, users.History("doc", tipkv.Query{}))))
 }

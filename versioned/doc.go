@@ -5,20 +5,24 @@
 //
 // A [Collection] is a named set of documents of type T. Each Put writes the
 // next version of a document (1, 2, 3, ...); Latest, AsOf and Get read one
-// version; History reads versions newest first, page by page; LatestAll
-// reads the latest version of every document; Prune, PruneBefore and
-// Delete drop versions.
+// version, LatestMany the latest of many documents; History and
+// HistoryPage read versions newest first, page by page; LatestAll reads
+// the latest version of every document; Count counts the versions kept.
+// Delete marks a document deleted, keeping its history; Prune and
+// PruneBefore drop old versions; Purge drops a whole history.
 //
 // A [Feed] appends events of type T to named streams at positions that
 // read as times; Newest and Between read them newest first; Trim and
 // TrimBefore drop old ones.
+//
+// [Collections] and [Streams] list the names in a store.
 //
 // # Keys
 //
 // Numbers are written reversed (desc: MaxInt64 - n), so the newest sorts
 // first under each prefix (see package codec and tipkv.Reverse):
 //
-//	version  01 | collection | id | desc(version)  -> encoded document
+//	version  01 | collection | id | desc(version)  -> encoded document, or C1
 //	event    04 | stream          | desc(position) -> encoded event
 //
 // For example version 3 of document "a" of collection "users":
@@ -29,15 +33,45 @@
 // filters are kept per prefix, so the Latest of a document that never
 // existed usually costs no data block read.
 //
+// A version whose whole value is the single byte C1 is a delete marker
+// (msgpack never writes that byte, and no JSON or UTF-8 text starts with
+// it; Put refuses a value that encodes to it).
+//
+// # Versions are never reused
+//
+// A document's versions are dense, from the oldest kept to the latest, and
+// a version number, once written, is never written again with other
+// content: Delete writes a delete marker as the next version instead of
+// dropping the history, and the next Put continues after it (deleted at
+// version 4, the next Put writes 5). A cached version number, a cursor or
+// a PutIf from before a Delete thus never points at a later document's
+// content. In detail:
+//
+//   - Latest of a deleted document is ErrNotFound, and so are Get of the
+//     marker's version and AsOf(v) when the greatest version <= v is a
+//     marker. History yields the marker as a Doc with Deleted set and the
+//     zero Value. LatestAll and LatestMany skip deleted documents.
+//   - PutIf(expected) compares expected with the latest version number,
+//     marker included (a stale PutIf(3) fails after a Delete at 4), and
+//     expected 0 means "no live document now": never written, purged, or
+//     deleted.
+//   - Delete of a missing or already deleted document writes nothing and
+//     is not an error. Prune and PruneBefore count markers as versions and
+//     never drop the latest version, marker or not.
+//   - Purge drops every version, marker included. It is the one call after
+//     which versions start again at 1.
+//
 // # Reads
 //
-// Latest, AsOf and Get are one seek. History, Newest and Between are one
-// seek and a forward scan with both bounds set: newest-first reads never
-// iterate in reverse. LatestAll is a skip-scan: one seek per document.
-// Reads see committed writes only, never the pending writes of a Batch.
-// Iterators ([iter.Seq2]) yield an error once, as the last pair; read
-// options come in a [tipkv.Query], and a page ends with a cursor to start
-// the next one from (the Cursor method of the last item).
+// Latest, AsOf and Get are one seek, LatestMany one seek per document,
+// Count two. History, Newest and Between are one seek and a forward scan
+// with both bounds set: newest-first reads never iterate in reverse.
+// LatestAll, Collections and Streams are skip-scans: one seek per document
+// or name. Reads see committed writes only, never the pending writes of a
+// Batch. Iterators ([iter.Seq2]) yield an error once, as the last pair;
+// read options come in a [tipkv.Query], and a page ends with a cursor to
+// start the next one from (the Cursor method of the last item, or the
+// next cursor of HistoryPage).
 //
 // # Writes and concurrency
 //
@@ -45,26 +79,53 @@
 // Batch of a DB.Update, to commit atomically with the Update's other
 // writes (other documents, feed events, queue messages).
 //
-// Versions are dense and unique under any concurrency: Put, PutIf, Delete,
-// Prune and the feed trims of one DB share one lock, taken at the first
-// such write of a Tx and released as soon as the Tx is visible (before its
-// durability wait, so synced writes still share group commit) or aborted
-// (its versions are then given back). Hence:
+// Versions are dense and unique under any concurrency. A write that reads
+// before it writes (Put, PutIf, Delete, Purge, Prune, PruneBefore; Trim
+// and TrimBefore per stream) holds its document from the Tx's first write
+// of it until the Tx is visible (before its durability wait, so synced
+// writes still share group commit) or fails (its versions are then given
+// back); other writes of that document wait meanwhile, writes of other
+// documents never do. Hence:
 //
-//   - Inside DB.Update, pass the Batch, never the DB: a version write on
-//     the DB inside the function waits for the lock the Update holds, for
-//     ever.
-//   - An Update that writes a version holds the lock while its function
-//     runs; keep such functions short.
+//   - Inside DB.Update, pass the Batch. A write on the DB there is a Tx of
+//     its own: it commits on its own when no Update holds its document;
+//     it waits when the Update holding it has returned from its function
+//     and is committing; and it fails at once with ErrInvalid, telling to
+//     pass the Batch, when an Update whose function is still running
+//     holds it, for that may be the enclosing Update, which would wait for
+//     it for ever.
+//   - Two Updates that write the same documents in opposite orders could
+//     wait for each other for ever; the one whose wait would close the
+//     cycle fails with ErrConflict instead: retry it.
+//   - A write waiting for a document when the DB closes returns
+//     ErrClosed.
+//   - An Update holds what it wrote while its function runs: keep such
+//     functions short.
 //
-// The latest versions of recently written documents are cached in memory
-// (bounded, per DB), so a Put to a hot document needs no read.
+// What a write knows of a document (its latest and oldest versions) is
+// cached in memory (bounded, per DB; an entry held by a Tx in flight is
+// never evicted), so a Put or a Prune of a hot document needs no read.
 //
-// Appends take no shared lock: each stream remembers its last position in
-// memory (read back from the store at the first Append after opening).
+// Appends take no lock: each stream remembers its last position in memory
+// (read back from the store at the first Append after opening). A trim
+// inside an Update counts and drops the Update's own Appends.
 //
-// A Delete leaves nothing behind: a later Put starts the document again at
-// version 1.
+// Prune, PruneBefore, Purge and the trims delete short runs of versions or
+// events with point deletes and runs of 32 or more with one range delete
+// that starts where the last one ended, so range deletes never overlap and
+// never pile up in the memtable, where each would slow every new read. A
+// read that walks to the oldest version (a whole History, Count) still
+// steps over the tombstones of a document's recent drops until compaction
+// removes them.
+//
+// # Times
+//
+// Feed positions are Unix nanoseconds. Writes take times in [MinTime,
+// MaxTime] (after the epoch, before 2262): AppendAt, TrimBefore and the
+// clock read by Append refuse others with ErrInvalid and write nothing.
+// Between takes any times and clamps them: its answer is exact. A Feed
+// reads the DB's clock (tipkv.Options.Clock) unless FeedOptions.Clock is
+// set.
 //
 // # Limits
 //

@@ -225,3 +225,135 @@ func ExampleFeed_Between() {
 	// 01:00 13.9
 	// kept 2
 }
+
+// Delete keeps the history and writes a marker as the next version, so a
+// version number never comes back: a stale PutIf fails, and the next Put
+// continues after the marker.
+func ExampleCollection_Delete() {
+	db := openExample()
+	defer db.Close()
+	pages, _ := versioned.NewCollection[string](db, "pages", nil)
+	_, _ = pages.Put(db, "home", "hello")
+	_, _ = pages.Put(db, "home", "hello, world")
+	if err := pages.Delete(db, "home"); err != nil {
+		log.Fatal(err)
+	}
+	_, err := pages.Latest("home")
+	fmt.Println(err)
+	for d := range pages.History("home", tipkv.Query{}) {
+		fmt.Printf("version %d deleted=%v %q\n", d.Version, d.Deleted, d.Value)
+	}
+	_, err = pages.PutIf(db, "home", "stale edit", 2)
+	fmt.Println(err)
+	v, _ := pages.PutIf(db, "home", "back again", 0) // 0: no live document
+	fmt.Println("recreated as version", v)
+	// Output:
+	// tipkv: not found: collection "pages", id "home": deleted (delete marker at version 3)
+	// version 3 deleted=true ""
+	// version 2 deleted=false "hello, world"
+	// version 1 deleted=false "hello"
+	// tipkv: conflict: collection "pages", id "home": latest version is 3 (a delete marker), expected 2
+	// recreated as version 4
+}
+
+// Purge drops the whole history; only then do versions start again at 1.
+func ExampleCollection_Purge() {
+	db := openExample()
+	defer db.Close()
+	pages, _ := versioned.NewCollection[string](db, "pages", nil)
+	for _, s := range []string{"a", "b", "c"} {
+		_, _ = pages.Put(db, "tmp", s)
+	}
+	n, _ := pages.Purge(db, "tmp")
+	fmt.Println("purged", n)
+	v, _ := pages.Put(db, "tmp", "new")
+	fmt.Println("next version", v)
+	// Output:
+	// purged 3
+	// next version 1
+}
+
+// HistoryPage says whether there is a next page: next is empty at the end.
+func ExampleCollection_HistoryPage() {
+	db := openExample()
+	defer db.Close()
+	prices, _ := versioned.NewCollection[int](db, "prices", nil)
+	for p := 1; p <= 5; p++ {
+		_, _ = prices.Put(db, "widget", p*10)
+	}
+	q := tipkv.Query{Limit: 2}
+	for page := 1; ; page++ {
+		docs, next, err := prices.HistoryPage("widget", q)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, d := range docs {
+			fmt.Printf("page %d: version %d price %d\n", page, d.Version, d.Value)
+		}
+		if next == "" {
+			break
+		}
+		q.After = next
+	}
+	// Output:
+	// page 1: version 5 price 50
+	// page 1: version 4 price 40
+	// page 2: version 3 price 30
+	// page 2: version 2 price 20
+	// page 3: version 1 price 10
+}
+
+// LatestMany answers in the order asked; a miss is the zero Doc.
+func ExampleCollection_LatestMany() {
+	db := openExample()
+	defer db.Close()
+	stock, _ := versioned.NewCollection[int](db, "stock", nil)
+	_, _ = stock.Put(db, "paris", 3)
+	_, _ = stock.Put(db, "rome", 7)
+	_, _ = stock.Put(db, "rome", 6)
+	docs, err := stock.LatestMany("rome", "oslo", "paris")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, id := range []string{"rome", "oslo", "paris"} {
+		if docs[i].Version == 0 {
+			fmt.Println(id, "not found")
+			continue
+		}
+		fmt.Println(id, "version", docs[i].Version, "stock", docs[i].Value)
+	}
+	n, _ := stock.Count("rome")
+	fmt.Println("rome keeps", n, "versions")
+	// Output:
+	// rome version 2 stock 6
+	// oslo not found
+	// paris version 1 stock 3
+	// rome keeps 2 versions
+}
+
+func ExampleCollections() {
+	db := openExample()
+	defer db.Close()
+	for _, name := range []string{"users", "orders"} {
+		c, _ := versioned.NewCollection[string](db, name, nil)
+		_, _ = c.Put(db, "x", "y")
+	}
+	feed, _ := versioned.NewFeed[string](db, nil)
+	_, _ = feed.Append(db, "audit", "started")
+	for name, err := range versioned.Collections(db) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("collection", name)
+	}
+	for name, err := range versioned.Streams(db) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("stream", name)
+	}
+	// Output:
+	// collection orders
+	// collection users
+	// stream audit
+}

@@ -45,11 +45,20 @@ func WrapIters(wrap func(storage.Iter) storage.Iter) (restore func()) {
 	return func() { wrapIter = nil }
 }
 
-// TraceDeleteRanges calls f with every range delete the package writes,
-// until the returned function is called. Not safe with parallel tests.
-func TraceDeleteRanges(f func(lo, hi []byte)) (restore func()) {
-	traceDeleteRange = f
-	return func() { traceDeleteRange = nil }
+// TraceDeletes calls f with every delete the package writes: [lo, hi) for
+// a range delete, hi nil for a point delete of lo; until the returned
+// function is called. Not safe with parallel tests.
+func TraceDeletes(f func(lo, hi []byte)) (restore func()) {
+	traceDelete = f
+	return func() { traceDelete = nil }
+}
+
+// SetRangeDeleteMin sets the fewest versions or events dropped with one
+// range delete, until the returned function is called.
+func SetRangeDeleteMin(n int) (restore func()) {
+	old := rangeDeleteMin
+	rangeDeleteMin = n
+	return func() { rangeDeleteMin = old }
 }
 
 // SetCacheEntries bounds the latest-version cache of the DBs whose first
@@ -58,4 +67,12 @@ func SetCacheEntries(n int) (restore func()) {
 	old := cacheEntries
 	cacheEntries = n
 	return func() { cacheEntries = old }
+}
+
+// OnWait calls f whenever a write starts waiting for a document or stream
+// another Update holds, until the returned function is called. Not safe
+// with parallel tests.
+func OnWait(f func()) (restore func()) {
+	onWait = f
+	return func() { onWait = nil }
 }

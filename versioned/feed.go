@@ -20,8 +20,8 @@ type FeedOptions[T any] struct {
 	// must use the same codec. The default is codec.Msgpack[T].
 	Codec codec.Value[T]
 
-	// Clock gives the time Append stamps on an event. The default is
-	// time.Now.
+	// Clock gives the time Append stamps on an event. The default is the
+	// DB's clock (tipkv.Options.Clock).
 	Clock func() time.Time
 }
 
@@ -66,7 +66,9 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 		f.codec = codec.Msgpack[T]{}
 	}
 	if f.clock == nil {
-		f.clock = time.Now
+		if f.clock, err = link.Clock(db); err != nil {
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -105,7 +107,8 @@ func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error
 
 // Between yields the events of stream whose time is in [from, to), newest
 // first, within q's bounds too, as Newest does. from after to is
-// ErrInvalid.
+// ErrInvalid. Unlike the writes, it takes any times (time.Time{} for an
+// open start, say): the answer over any interval is exact.
 func (f *Feed[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
 	if from.After(to) {
 		return func(yield func(Event[T], error) bool) {
@@ -188,10 +191,11 @@ func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byt
 }
 
 // Trim drops all but the keepNewest newest events of stream (keepNewest 0
-// drops them all) with one range delete that starts where the last trim
-// ended, so ranges never overlap. Finding where to cut scans the positions
-// of the keepNewest newest events. Events not yet committed are not
-// counted.
+// drops them all). Finding where to cut scans the positions of the
+// keepNewest newest events. Inside an Update the Update's own Appends
+// count, and are dropped like the others; events of other Updates not yet
+// committed are not counted. Trims of one stream wait for each other (see
+// Collection.Put), Appends never wait for a trim.
 func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -199,34 +203,94 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	if keepNewest < 0 {
 		return fmt.Errorf("%w: stream %q: Trim to keep %d events", tipkv.ErrInvalid, stream, keepNewest)
 	}
-	prefix := namePrefix(codec.FamilyFeed, stream)
-	return link.Write(w, func(tx *storage.Tx) error {
-		cut, err := f.cutAfter(prefix, keepNewest)
-		if err != nil {
-			return fmt.Errorf("stream %q: %w", stream, err)
-		}
-		return f.dropThrough(tx, stream, prefix, cut)
-	})
+	return f.trim(w, stream, func(tr *trimmer) (int64, error) { return tr.cutAfter(keepNewest) })
 }
 
 // TrimBefore drops the events of stream older than t: positions in
-// [0, t), with one range delete that starts where the last trim ended.
+// [0, t), the Update's own Appends included when w is a Batch. t must be
+// in [MinTime, MaxTime]; any other time is ErrInvalid and drops nothing.
 func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
 	}
+	if err := checkTime("TrimBefore time", t); err != nil {
+		return fmt.Errorf("stream %q: %w", stream, err)
+	}
+	cut := t.UnixNano() - 1
+	return f.trim(w, stream, func(*trimmer) (int64, error) { return cut, nil })
+}
+
+// trim drops the events of stream at or below the position cut returns.
+func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64, error)) error {
 	prefix := namePrefix(codec.FamilyFeed, stream)
-	cut := unixNanos(t) - 1
 	return link.Write(w, func(tx *storage.Tx) error {
-		return f.dropThrough(tx, stream, prefix, cut)
+		tr, err := f.trimmer(tx, prefix)
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", stream, err)
+		}
+		c, err := cut(tr)
+		if err == nil {
+			err = tr.drop(c)
+		}
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", stream, err)
+		}
+		return nil
 	})
 }
 
-// cutAfter returns the position of the event after the keep newest ones, 0
-// if there is none: what Trim drops from.
-func (f *Feed[T]) cutAfter(prefix []byte, keep int) (cut int64, err error) {
+// trimmer is one trim of a stream in a Tx that holds the stream.
+type trimmer struct {
+	tx     *storage.Tx
+	store  storage.Store
+	prefix []byte
+	st     *stream
+	d      *docState // the Tx's view: low and cut
+	own    *feedTx   // the Tx's Appends
+}
+
+func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
+	t, err := f.w.txOf(f.db, tx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := t.lock(prefix)
+	if err != nil {
+		return nil, err
+	}
+	st := f.pos.stream(prefix)
+	if e.stream == nil {
+		e.stream = st
+		e.tx = docState{}
+		e.tx.low, e.tx.trimmed = st.trimBegin()
+	}
+	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx)}, nil
+}
+
+// bottom returns the lowest position the stream may still hold in the
+// store that the Tx has not dropped, reading the oldest one when the low
+// bound is unknown.
+func (tr *trimmer) bottom() (int64, error) {
+	if tr.d.low == 0 {
+		oldest, err := oldestNumber(tr.store, tr.prefix)
+		if err != nil {
+			return 0, err
+		}
+		tr.d.low = max(oldest, 1)
+	}
+	return max(tr.d.low, tr.d.cut+1), nil
+}
+
+// cutAfter returns the position of the event after the keep newest ones,
+// the Tx's own Appends counted, 0 if there is none.
+func (tr *trimmer) cutAfter(keep int) (cut int64, err error) {
+	bottom, err := tr.bottom()
+	if err != nil {
+		return 0, err
+	}
+	own := tr.own.own(tr.st)
 	var sc newestScan
-	if err := sc.open(f.store, prefix, span{top: math.MaxInt64, bottom: 1}, keep+1); err != nil {
+	if err := sc.open(tr.store, tr.prefix, span{top: math.MaxInt64, bottom: bottom}, keep+1); err != nil {
 		return 0, err
 	}
 	defer func() {
@@ -234,24 +298,102 @@ func (f *Feed[T]) cutAfter(prefix []byte, keep int) (cut int64, err error) {
 			err = cerr
 		}
 	}()
-	for sc.next() {
-		if sc.count == keep+1 {
-			return sc.n, nil
+	stored := sc.next()
+	for n := 0; ; n++ {
+		var p int64
+		switch {
+		case stored && (len(own) == 0 || sc.n > own[0]):
+			p = sc.n
+			stored = sc.next()
+		case len(own) > 0:
+			p, own = own[0], own[1:]
+		default:
+			return 0, sc.err
+		}
+		if n == keep {
+			return p, nil
 		}
 	}
-	return 0, sc.err
 }
 
-func (f *Feed[T]) dropThrough(tx *storage.Tx, stream string, prefix []byte, cut int64) error {
+// drop deletes the events at or below cut that the Tx has not dropped
+// yet. The stored ones above every earlier trim, in [floor, cut], go with
+// point deletes when there are fewer than rangeDeleteMin, with one range
+// delete otherwise: it starts above the earlier trims, so it never
+// overlaps their deletes. The stored ones below (appended into the past
+// after a trim) and the Tx's own Appends go with point deletes, unless the
+// range covers them.
+func (tr *trimmer) drop(cut int64) (err error) {
 	if cut < 1 {
 		return nil
 	}
-	t, err := f.w.lock(f.db, tx)
+	bottom, err := tr.bottom()
 	if err != nil {
 		return err
 	}
-	if _, err := t.dropThrough(tx, f.store, t.doc(prefix), prefix, cut); err != nil {
-		return fmt.Errorf("stream %q: %w", stream, err)
+	floor := max(bottom, tr.d.trimmed+1, tr.d.cut+1)
+	covered := int64(math.MaxInt64) // own Appends at or above it go with a range
+	if floor <= cut {
+		found, err := tr.stored(span{top: cut, bottom: floor}, rangeDeleteMin)
+		if err != nil {
+			return err
+		}
+		if len(found) < rangeDeleteMin {
+			err = tr.deletePoints(found)
+		} else {
+			err, covered = deleteRange(tr.tx, numberKey(tr.prefix, cut), numberKey(tr.prefix, floor-1)), floor
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if bottom < floor && bottom <= cut {
+		found, err := tr.stored(span{top: min(floor-1, cut), bottom: bottom}, 0)
+		if err == nil {
+			err = tr.deletePoints(found)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	var own []int64
+	for _, p := range tr.own.own(tr.st) {
+		if p <= cut && p < covered {
+			own = append(own, p)
+		}
+	}
+	if err := tr.deletePoints(own); err != nil {
+		return err
+	}
+	tr.own.drop(tr.st, cut)
+	tr.d.cut = max(tr.d.cut, cut)
+	tr.d.low = max(tr.d.low, tr.d.cut+1)
+	return nil
+}
+
+// stored returns the positions of the stored events in sp, newest first,
+// at most limit of them (0: all).
+func (tr *trimmer) stored(sp span, limit int) (found []int64, err error) {
+	var sc newestScan
+	if err := sc.open(tr.store, tr.prefix, sp, limit); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := sc.close(); err == nil {
+			err = cerr
+		}
+	}()
+	for sc.next() {
+		found = append(found, sc.n)
+	}
+	return found, sc.err
+}
+
+func (tr *trimmer) deletePoints(ps []int64) error {
+	for _, p := range ps {
+		if err := deletePoint(tr.tx, numberKey(tr.prefix, p)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

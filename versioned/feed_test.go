@@ -2,6 +2,7 @@ package versioned_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -259,7 +260,7 @@ func TestNewestAndBetween(t *testing.T) {
 
 func TestTrim(t *testing.T) {
 	db, f, clock := openFeed(t)
-	ranges := traceRanges(t)
+	dels := traceDeletes(t)
 	appendN := func(n int) {
 		for range n {
 			clock.Set(clock.Now().Add(time.Second))
@@ -272,18 +273,21 @@ func TestTrim(t *testing.T) {
 
 	require.NoError(t, f.Trim(db, "s", 4))
 	require.Equal(t, all[:4], positions(collect(t, f.Newest("s", tipkv.Query{}))))
+	require.Len(t, dels.spans, 6, "one point delete an event")
 	require.NoError(t, f.Trim(db, "s", 4))
-	require.Len(t, ranges.spans, 1, "nothing more to trim, no range written")
+	require.Len(t, dels.spans, 6, "nothing more to trim, no delete written")
 
 	appendN(3)
 	all = positions(collect(t, f.Newest("s", tipkv.Query{})))
 	require.NoError(t, f.Trim(db, "s", 4))
 	require.Equal(t, all[:4], positions(collect(t, f.Newest("s", tipkv.Query{}))))
+	require.Len(t, dels.spans, 9)
 
 	require.NoError(t, f.Trim(db, "s", 0))
 	require.Empty(t, collect(t, f.Newest("s", tipkv.Query{})))
-	ranges.requireDisjoint(t)
-	require.Len(t, ranges.spans, 3)
+	dels.requireDisjoint(t)
+	require.Len(t, dels.spans, 13)
+	require.Zero(t, dels.rangeCount())
 	require.ErrorIs(t, f.Trim(db, "s", -1), tipkv.ErrInvalid)
 	require.NoError(t, f.Trim(db, "nothing", 3))
 
@@ -295,7 +299,7 @@ func TestTrim(t *testing.T) {
 
 func TestTrimBefore(t *testing.T) {
 	db, f, _ := openFeed(t)
-	ranges := traceRanges(t)
+	dels := traceDeletes(t)
 	for i := range 10 {
 		_, err := f.AppendAt(db, "s", t0.Add(time.Duration(i)*time.Second), click{})
 		require.NoError(t, err)
@@ -304,17 +308,172 @@ func TestTrimBefore(t *testing.T) {
 	got := positions(collect(t, f.Newest("s", tipkv.Query{})))
 	require.Len(t, got, 7)
 	require.Equal(t, t0.Add(3*time.Second).UnixNano(), got[6], "the event at t stays")
+	require.Len(t, dels.spans, 3)
 
 	require.NoError(t, f.TrimBefore(db, "s", t0.Add(3*time.Second)))
 	require.NoError(t, f.TrimBefore(db, "s", t0))
-	require.Len(t, ranges.spans, 1)
+	require.Len(t, dels.spans, 3, "nothing more to trim, no delete written")
 
 	require.NoError(t, f.TrimBefore(db, "s", t0.Add(3*time.Second+1)))
 	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 6)
 	require.NoError(t, f.TrimBefore(db, "s", t0.Add(time.Hour)))
 	require.Empty(t, collect(t, f.Newest("s", tipkv.Query{})))
-	require.NoError(t, f.TrimBefore(db, "s", time.Time{}))
-	ranges.requireDisjoint(t)
+	require.Len(t, dels.spans, 10)
+	dels.requireDisjoint(t)
+}
+
+// Long runs of events go with one range delete, starting where the last
+// trim ended; events appended into the trimmed past are still found.
+func TestTrimLongRunsWithOneRangeDelete(t *testing.T) {
+	defer versioned.SetRangeDeleteMin(4)()
+	db, f, _ := openFeed(t)
+	dels := traceDeletes(t)
+	sec := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	for i := range 20 {
+		_, err := f.AppendAt(db, "s", sec(i), click{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.TrimBefore(db, "s", sec(3))) // 0..2: points
+	require.NoError(t, f.Trim(db, "s", 10))           // 3..9: a range
+	require.Equal(t, []bool{false, false, false, true}, dels.ranges)
+	require.Equal(t, [2]int64{sec(3).UnixNano(), sec(9).UnixNano()}, dels.spans[3])
+
+	// An event appended below the trims is still trimmed, with a point
+	// delete, and no range covers the earlier ones.
+	_, err := f.AppendAt(db, "s", sec(1).Add(time.Millisecond), click{})
+	require.NoError(t, err)
+	require.NoError(t, f.TrimBefore(db, "s", sec(15))) // 1.001 and 10..14
+	require.Equal(t, []bool{false, false, false, true, true, false}, dels.ranges)
+	require.Equal(t, seq(19, 15), secondsOf(collect(t, f.Newest("s", tipkv.Query{}))))
+	dels.requireDisjoint(t)
+}
+
+func secondsOf(events []versioned.Event[click]) []int64 {
+	var out []int64
+	for _, e := range events {
+		out = append(out, int64(e.Time().Sub(t0)/time.Second))
+	}
+	return out
+}
+
+// A trim inside an Update counts and drops the Update's own Appends.
+func TestTrimInsideUpdateSeesOwnAppends(t *testing.T) {
+	db, f, clock := openFeed(t)
+	sec := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	for i := range 3 {
+		_, err := f.AppendAt(db, "s", sec(i), click{})
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+		_, err := f.AppendAt(b, "s", sec(-10), click{"older, this Update's"})
+		require.NoError(t, err)
+		_, err = f.AppendAt(b, "s", sec(5), click{"newer, this Update's"})
+		require.NoError(t, err)
+		return f.TrimBefore(b, "s", sec(1))
+	}))
+	require.Equal(t, []int64{5, 2, 1}, secondsOf(collect(t, f.Newest("s", tipkv.Query{}))))
+
+	clock.Set(sec(100))
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+		for range 3 {
+			_, err := f.Append(b, "s", click{})
+			require.NoError(t, err)
+		}
+		return f.Trim(b, "s", 2)
+	}))
+	require.Equal(t, []int64{100, 100}, secondsOf(collect(t, f.Newest("s", tipkv.Query{}))), "the two newest, both this Update's")
+
+	// An Append after a trim, into the trimmed past, and a second trim.
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+		require.NoError(t, f.TrimBefore(b, "s", sec(50)))
+		_, err := f.AppendAt(b, "s", sec(10), click{})
+		require.NoError(t, err)
+		require.NoError(t, f.TrimBefore(b, "s", sec(50)))
+		return f.Trim(b, "s", 1)
+	}))
+	require.Equal(t, []int64{100}, secondsOf(collect(t, f.Newest("s", tipkv.Query{}))))
+
+	// A trim in an Update that fails drops nothing.
+	boom := errors.New("boom")
+	require.ErrorIs(t, db.Update(func(b *tipkv.Batch) error {
+		require.NoError(t, f.Trim(b, "s", 0))
+		return boom
+	}), boom)
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 1)
+	require.NoError(t, f.Trim(db, "s", 0))
+	require.Empty(t, collect(t, f.Newest("s", tipkv.Query{})))
+}
+
+// Times a feed cannot write are ErrInvalid at the call, and write
+// nothing: before the epoch, after MaxTime, from AppendAt, TrimBefore or
+// the clock of Append. MaxTime itself leaves room for Append after it.
+func TestTimesOutOfRangeAreInvalid(t *testing.T) {
+	db, f, clock := openFeed(t)
+	_, err := f.Append(db, "s", click{"kept"})
+	require.NoError(t, err)
+	for _, bad := range []time.Time{{}, time.Unix(0, 0), time.Unix(-5, 0), versioned.MaxTime.Add(1), time.Unix(0, math.MaxInt64), time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		_, err := f.AppendAt(db, "s", bad, click{})
+		require.ErrorIs(t, err, tipkv.ErrInvalid, "AppendAt %v", bad)
+		require.ErrorContains(t, err, `stream "s"`)
+		require.ErrorIs(t, f.TrimBefore(db, "s", bad), tipkv.ErrInvalid, "TrimBefore %v", bad)
+		clock.Set(bad)
+		_, err = f.Append(db, "s", click{})
+		require.ErrorIs(t, err, tipkv.ErrInvalid, "Append with the clock at %v", bad)
+		require.ErrorContains(t, err, "the clock reads")
+	}
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 1, "nothing was written or dropped")
+
+	// The bounds themselves are written, and Append goes on after MaxTime.
+	p, err := f.AppendAt(db, "s", versioned.MinTime, click{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), p)
+	last, err := f.AppendAt(db, "s", versioned.MaxTime, click{})
+	require.NoError(t, err)
+	clock.Set(t0)
+	for i := range 3 {
+		p, err := f.Append(db, "s", click{})
+		require.NoError(t, err)
+		require.Equal(t, last+1+int64(i), p)
+	}
+	require.NoError(t, f.TrimBefore(db, "s", versioned.MaxTime))
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 4)
+}
+
+// A stream whose last event sits at the last nanosecond an int64 holds
+// (older versions' AppendAt wrote one at the maximum time) keeps taking
+// Appends: at the clock's time, as AppendAt places them.
+func TestAppendAfterAnEventAtTheLastNanosecond(t *testing.T) {
+	db, f, clock := openFeed(t)
+	key := codec.AppendDesc(codec.AppendString([]byte{byte(codec.FamilyFeed)}, "s"), math.MaxInt64-1)
+	val, err := codec.Msgpack[click]{}.Append(nil, click{"legacy"})
+	require.NoError(t, err)
+	rawSet(t, db, key, val)
+
+	p, err := f.Append(db, "s", click{})
+	require.NoError(t, err)
+	require.Equal(t, int64(math.MaxInt64), p, "the one position left")
+	for i := range 3 {
+		p, err = f.Append(db, "s", click{})
+		require.NoError(t, err)
+		require.Equal(t, t0.UnixNano()+int64(i), p, "then the clock's time, ties one nanosecond apart")
+	}
+	clock.Set(t0.Add(time.Second))
+	p, err = f.Append(db, "s", click{})
+	require.NoError(t, err)
+	require.Equal(t, t0.Add(time.Second).UnixNano(), p)
+	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 6)
+}
+
+// A Feed without a clock of its own reads the DB's (Options.Clock).
+func TestFeedUsesTheDBClock(t *testing.T) {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: func() time.Time { return t0 }})
+	require.NoError(t, err)
+	defer db.Close()
+	f, err := versioned.NewFeed[click](db, nil)
+	require.NoError(t, err)
+	p, err := f.Append(db, "s", click{})
+	require.NoError(t, err)
+	require.Equal(t, t0.UnixNano(), p)
 }
 
 func TestPositionsContinueAfterReopen(t *testing.T) {

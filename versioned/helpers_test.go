@@ -62,6 +62,14 @@ func versionsOf(docs []versioned.Doc[user]) []int64 {
 	return out
 }
 
+func idsOf[T any](docs []versioned.Doc[T]) []string {
+	var out []string
+	for _, d := range docs {
+		out = append(out, d.ID)
+	}
+	return out
+}
+
 func seq(from, to int64) []int64 {
 	var out []int64
 	if from <= to {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -54,6 +55,22 @@ type stream struct {
 	// recorded. It spares a run of AppendAt calls with one time from
 	// probing the whole run each time.
 	ties map[int64]int64
+
+	// low is a lower bound of the stream's positions, 0 when unknown: no
+	// event, stored or in flight, is below it. A trim starts from it, so
+	// that it never steps over the tombstones of the trims before, and
+	// raises it when it is applied; a reservation lowers it.
+	low int64
+	// watching is set while a trim of the stream is in flight (it holds
+	// the stream in the writer); watchMin is then the least position in
+	// flight when it began or reserved since, which the trim's new low
+	// must not pass.
+	watching bool
+	watchMin int64
+	// trimmed is the greatest position a trim applied since the DB was
+	// opened dropped: a range delete starts above it, so that it never
+	// overlaps an earlier one.
+	trimmed int64
 }
 
 // maxTies bounds stream.ties; the map is emptied when it is full.
@@ -61,7 +78,8 @@ const maxTies = 1024
 
 // reserve hands out a unique position: with at == 0, the clock's time
 // bumped past the last position; otherwise at, or the first nanosecond
-// after it that no stored or in-flight event holds.
+// after it that no stored or in-flight event holds. A clock reading out of
+// [MinTime, MaxTime] is ErrInvalid.
 func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func() time.Time) (int64, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -72,25 +90,37 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 		}
 		st.last, st.loaded = last, true
 	}
-	if st.last == math.MaxInt64 {
-		return 0, fmt.Errorf("%w: no position left after %d", tipkv.ErrInvalid, st.last)
-	}
 	p := at
 	if at == 0 {
-		p = max(unixNanos(clock()), st.last+1)
-	} else if h, ok := st.ties[at]; ok {
+		now := clock()
+		if err := checkTime("the clock reads", now); err != nil {
+			return 0, err
+		}
+		p = now.UnixNano()
+		if st.last < math.MaxInt64 {
+			p = max(p, st.last+1)
+		} else {
+			// An event at the last nanosecond (older versions' AppendAt
+			// wrote one at the maximum time) leaves nothing after it:
+			// place the event as AppendAt would, at the clock's time.
+			at = p
+		}
+	}
+	if h, ok := st.ties[at]; ok && at != 0 {
 		p = max(p, h)
 	}
 	for ; p <= st.last; p++ {
-		if _, busy := st.inflight[p]; busy {
-			continue
+		if _, busy := st.inflight[p]; !busy {
+			_, err := s.Get(numberKey(prefix, p))
+			if errors.Is(err, storage.ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
 		}
-		_, err := s.Get(numberKey(prefix, p))
-		if errors.Is(err, storage.ErrNotFound) {
-			break
-		}
-		if err != nil {
-			return 0, err
+		if p == math.MaxInt64 {
+			return 0, fmt.Errorf("%w: every position from %d on is taken", tipkv.ErrInvalid, at)
 		}
 	}
 	if at != 0 && p <= st.last {
@@ -101,7 +131,45 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 	}
 	st.last = max(st.last, p)
 	st.inflight[p] = struct{}{}
+	if st.low > 0 {
+		st.low = min(st.low, p)
+	}
+	if st.watching {
+		st.watchMin = min(st.watchMin, p)
+	}
 	return p, nil
+}
+
+// trimBegin starts watching the reservations for a trim and returns the
+// stream's low bound (0: unknown) and how far the trims before dropped.
+func (st *stream) trimBegin() (low, trimmed int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.watching, st.watchMin = true, math.MaxInt64
+	for p := range st.inflight {
+		st.watchMin = min(st.watchMin, p)
+	}
+	return st.low, st.trimmed
+}
+
+// trimApplied ends a trim whose Tx is applied: no stored event is below
+// low (0: unknown) any more, unless it was in flight meanwhile, and every
+// position <= cut was dropped.
+func (st *stream) trimApplied(low, cut int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if low > 0 {
+		st.low = min(low, st.watchMin)
+	}
+	st.trimmed = max(st.trimmed, cut)
+	st.watching = false
+}
+
+// trimAborted ends a trim whose Tx failed.
+func (st *stream) trimAborted() {
+	st.mu.Lock()
+	st.watching = false
+	st.mu.Unlock()
 }
 
 func (st *stream) release(p int64) {
@@ -118,8 +186,9 @@ type feedTx struct {
 }
 
 type reservation struct {
-	st *stream
-	p  int64
+	st      *stream
+	p       int64
+	dropped bool // a trim of the same Tx deleted it
 }
 
 type feedTxKey struct{}
@@ -130,13 +199,32 @@ func (t *feedTx) release() {
 	}
 }
 
+// The times a feed takes: positions are Unix nanoseconds, which an int64
+// holds from 1677 to April 2262. Writes take times in [MinTime, MaxTime]
+// and refuse others with ErrInvalid; MaxTime leaves 8.7e15 nanoseconds
+// after it, so that Append, which may place an event past the last one,
+// never runs out of positions.
 var (
-	minTime = time.Unix(0, 1)
+	// MinTime is the earliest time a feed writes: one nanosecond after
+	// the Unix epoch (positions are >= 1).
+	MinTime = time.Unix(0, 1).UTC()
+	// MaxTime is the latest time a feed writes: the start of 2262 (UTC).
+	MaxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+
+	minTime = MinTime
 	maxTime = time.Unix(0, math.MaxInt64)
 )
 
+// checkTime refuses a time a feed does not write.
+func checkTime(what string, t time.Time) error {
+	if t.Before(MinTime) || t.After(MaxTime) {
+		return fmt.Errorf("%w: %s %v, outside [%v, %v]", tipkv.ErrInvalid, what, t, MinTime, MaxTime)
+	}
+	return nil
+}
+
 // unixNanos is t.UnixNano clamped to [0, MaxInt64]: a time before 1970
-// gives 0.
+// gives 0. Reads clamp; writes refuse what they would have to clamp.
 func unixNanos(t time.Time) int64 {
 	switch {
 	case t.Before(minTime):
@@ -153,6 +241,12 @@ func unixNanos(t time.Time) int64 {
 // process, increasing. It returns the position. w is the DB or the Batch of
 // a DB.Update, as for Collection.Put.
 //
+// The clock must read a time in [MinTime, MaxTime]; any other reading is
+// ErrInvalid and writes nothing. A stream whose last event is at the last
+// nanosecond an int64 holds (only older versions of tipkv could write
+// one) has no position after it: Append then places events as AppendAt
+// does, at the clock's time or the first free nanosecond after it.
+//
 // Positions are unique even across Updates that fail (a failed Append's
 // position may stay unused) and across restarts (the last position is read
 // back from the store). Events of concurrent Updates can commit in another
@@ -164,15 +258,16 @@ func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) 
 // AppendAt writes event to stream at time t, or if another event holds
 // that nanosecond, at the first free one after it (and after the events
 // appended at t before): events appended at the same time keep their
-// order of appending. t must be after the Unix epoch and before the year
-// 2262. It returns the position.
+// order of appending. t must be in [MinTime, MaxTime] (after the Unix
+// epoch, before 2262); any other time is ErrInvalid and writes nothing. It
+// returns the position.
 //
 // Finding a free nanosecond in the past costs a store read per taken one,
 // so AppendAt into a dense run of events (thousands of Appends within as
 // many nanoseconds) is slow; a run of AppendAt calls with one time is not.
 func (f *Feed[T]) AppendAt(w tipkv.Writer, stream string, t time.Time, event T) (int64, error) {
-	if !t.After(time.Unix(0, 0)) || t.After(maxTime) {
-		return 0, fmt.Errorf("%w: stream %q: AppendAt time %v is not between the Unix epoch and 2262", tipkv.ErrInvalid, stream, t)
+	if err := checkTime("AppendAt time", t); err != nil {
+		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
 	return f.append(w, stream, t.UnixNano(), event)
 }
@@ -195,21 +290,49 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
-		ft := tx.State(feedTxKey{}, func() any {
-			t := &feedTx{}
-			tx.OnApplied(t.release)
-			tx.OnAbort(t.release)
-			return t
-		}).(*feedTx)
+		ft := feedTxOf(tx)
 		var err error
 		if p, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
-		ft.res = append(ft.res, reservation{st, p})
+		ft.res = append(ft.res, reservation{st: st, p: p})
 		return tx.Batch.Set(numberKey(prefix, p), val)
 	})
 	if err != nil {
 		return 0, err
 	}
 	return p, nil
+}
+
+// feedTxOf returns the Tx's reservations, creating them at the first call.
+func feedTxOf(tx *storage.Tx) *feedTx {
+	return tx.State(feedTxKey{}, func() any {
+		t := &feedTx{}
+		tx.OnApplied(t.release)
+		tx.OnAbort(t.release)
+		return t
+	}).(*feedTx)
+}
+
+// own returns the positions the Tx reserved in st and has not dropped,
+// newest first.
+func (t *feedTx) own(st *stream) []int64 {
+	var out []int64
+	for _, r := range t.res {
+		if r.st == st && !r.dropped {
+			out = append(out, r.p)
+		}
+	}
+	slices.Sort(out)
+	slices.Reverse(out)
+	return out
+}
+
+// drop marks the Tx's reservations in st at or below cut as deleted.
+func (t *feedTx) drop(st *stream, cut int64) {
+	for i := range t.res {
+		if r := &t.res[i]; r.st == st && r.p <= cut {
+			r.dropped = true
+		}
+	}
 }

@@ -1,12 +1,16 @@
 package versioned
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"iter"
+	"math"
+	"slices"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
@@ -16,6 +20,11 @@ type Doc[T any] struct {
 	ID      string
 	Version int64
 	Value   T
+	// Deleted marks a delete marker: the version Delete wrote. Value is
+	// then the zero T. Only History and HistoryPage yield markers; the
+	// other reads answer ErrNotFound where the version they would return
+	// is one (LatestAll and LatestMany skip it).
+	Deleted bool
 
 	coll string
 	kind byte
@@ -23,8 +32,8 @@ type Doc[T any] struct {
 
 // Cursor returns the position just after d in the read that returned it,
 // for Query.After: a History cursor (older versions of d.ID) for History,
-// Latest, Get and AsOf; a LatestAll cursor (documents after d.ID) for
-// LatestAll. The zero Doc has the empty cursor.
+// HistoryPage, Latest, LatestMany, Get and AsOf; a LatestAll cursor
+// (documents after d.ID) for LatestAll. The zero Doc has the empty cursor.
 func (d Doc[T]) Cursor() tipkv.Cursor {
 	scope := namePrefix(codec.FamilyVersions, d.coll)
 	switch d.kind {
@@ -36,12 +45,15 @@ func (d Doc[T]) Cursor() tipkv.Cursor {
 	return ""
 }
 
-// doc decodes a version. The codec decodes into scratch (its pointer goes
+// doc decodes a version, or returns a delete marker's Doc. The codec decodes into scratch (its pointer goes
 // through an interface, so whatever it points into is on the heap): a
 // recycled or per-read scratch spares an allocation per Doc. scratch is
 // zeroed first (a codec may merge into what is there) but not after: the
 // caller clears a scratch it keeps.
 func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
+	if docfmt.IsDeleteMarker(raw) {
+		return Doc[T]{ID: id, Version: v, Deleted: true, coll: c.name, kind: kind}, nil
+	}
 	var zero T
 	*scratch = zero
 	err := c.codec.Decode(raw, scratch)
@@ -68,7 +80,8 @@ func (c *Collection[T]) docOne(id string, v int64, raw []byte) (Doc[T], error) {
 	return d, err
 }
 
-// Latest returns the latest version of the document id, or ErrNotFound.
+// Latest returns the latest version of the document id, or ErrNotFound
+// when there is none or it is a delete marker (the document is deleted).
 // It is one prefix seek; for a document that never existed the bloom
 // filters usually answer it without reading a data block.
 func (c *Collection[T]) Latest(id string) (Doc[T], error) {
@@ -77,7 +90,8 @@ func (c *Collection[T]) Latest(id string) (Doc[T], error) {
 
 // AsOf returns the version of the document id that was latest when version
 // v was written: the greatest version <= v, or ErrNotFound when there is
-// none (the document is younger, or those versions were pruned). One seek.
+// none (the document is younger, or those versions were pruned) or it is a
+// delete marker (the document was deleted then). One seek.
 func (c *Collection[T]) AsOf(id string, v int64) (Doc[T], error) {
 	if v < 1 {
 		return Doc[T]{}, fmt.Errorf("%w: %s: AsOf version %d", tipkv.ErrInvalid, c.where(id), v)
@@ -128,10 +142,14 @@ func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
 	}
+	if docfmt.IsDeleteMarker(raw) {
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: got, kind: deletedDoc}
+	}
 	return c.docOne(id, got, raw)
 }
 
-// Get returns version v of the document id, or ErrNotFound.
+// Get returns version v of the document id, or ErrNotFound when there is
+// no such version or it is a delete marker.
 func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 	if err := checkID(c.name, id); err != nil {
 		return Doc[T]{}, err
@@ -146,13 +164,17 @@ func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
+	if docfmt.IsDeleteMarker(raw) {
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: v, kind: deletedDoc}
+	}
 	return c.docOne(id, v, raw)
 }
 
 // History yields the versions of the document id newest first: the
 // versions in [q.From, q.To] (zero: open), below the version of q.After
-// when set, at most q.Limit of them (zero: all). It is one seek and a
-// forward scan bounded on both sides. A missing document yields nothing.
+// when set, at most q.Limit of them (zero: all), delete markers included
+// (as Docs with Deleted set). It is one seek and a forward scan bounded on
+// both sides. A missing document yields nothing.
 // An error (a bad query or cursor, a value that does not decode) is
 // yielded once, as the last pair.
 //
@@ -222,6 +244,7 @@ func (c *Collection[T]) historySpan(id string, q tipkv.Query) (prefix []byte, sp
 // LatestAll yields the latest version of every document of the collection
 // in id order (bytewise), from the first id in [q.Prefix, q.Prefix+1)
 // after the id of q.After (when set), at most q.Limit of them (zero: all).
+// Deleted documents (whose latest version is a delete marker) are skipped.
 // It is a skip-scan: one seek per document, however many versions each
 // has. q.From and q.To must be zero. An error is yielded once, as the last
 // pair.
@@ -280,6 +303,9 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 		if err != nil {
 			return err
 		}
+		if docfmt.IsDeleteMarker(raw) {
+			continue
+		}
 		d, err := c.doc(id, v, raw, kindAll, scratch)
 		if err != nil {
 			return err
@@ -298,20 +324,27 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 // answer (bloom filters make it cheap), so its message is only formatted
 // when asked for.
 type notFoundError struct {
-	coll, id string
-	v        int64
-	kind     byte
+	coll, id  string
+	v         int64 // asked for: 0 for the latest
+	deletedAt int64 // the marker's version, for deletedDoc
+	kind      byte
 }
 
 const (
 	missingDoc     byte = iota // Latest: no version at all
 	missingAsOf                // AsOf: no version <= v
 	missingVersion             // Get: no version v
+	deletedDoc                 // the version read is a delete marker
 )
 
 func (e *notFoundError) Error() string {
 	where := fmt.Sprintf("%v: collection %q, id %q", tipkv.ErrNotFound, e.coll, e.id)
 	switch e.kind {
+	case deletedDoc:
+		if e.v > 0 && e.v != e.deletedAt {
+			return fmt.Sprintf("%s: as of version %d it was deleted (delete marker at version %d)", where, e.v, e.deletedAt)
+		}
+		return fmt.Sprintf("%s: deleted (delete marker at version %d)", where, e.deletedAt)
 	case missingAsOf:
 		return fmt.Sprintf("%s: no version <= %d", where, e.v)
 	case missingVersion:
@@ -321,3 +354,131 @@ func (e *notFoundError) Error() string {
 }
 
 func (e *notFoundError) Unwrap() error { return tipkv.ErrNotFound }
+
+// Count returns how many versions of the document id are kept, delete
+// markers included: versions are dense from the oldest kept one to the
+// latest, so that is latest-oldest+1, from two seeks of one iterator (one
+// view of the store). A missing or purged document has 0.
+func (c *Collection[T]) Count(id string) (n int64, err error) {
+	if err := checkID(c.name, id); err != nil {
+		return 0, err
+	}
+	prefix := c.docPrefix(nil, id)
+	it, err := newIter(c.store, prefix, numberKey(prefix, 0))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			n, err = 0, fmt.Errorf("%s: %w", c.where(id), cerr)
+		}
+	}()
+	if !it.First() {
+		return 0, it.Error()
+	}
+	latest, err := numberOf(it.Key(), len(prefix))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	if !it.Last() {
+		if err := it.Error(); err != nil {
+			return 0, fmt.Errorf("%s: %w", c.where(id), err)
+		}
+		return 0, fmt.Errorf("%w: %s: no oldest version under the latest %d", tipkv.ErrCorrupt, c.where(id), latest)
+	}
+	oldest, err := numberOf(it.Key(), len(prefix))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+	}
+	return latest - oldest + 1, nil
+}
+
+// LatestMany returns the latest version of each of ids, in a slice aligned
+// with ids: docs[i] is the latest version of ids[i], or the zero Doc
+// (Version 0, which no version has) when ids[i] has none or is deleted. An
+// id may appear more than once. It is one prefix seek per distinct id, in
+// key order on one iterator, each answered by the bloom filters for a
+// document that never existed. An empty or oversized id is ErrInvalid and
+// reads nothing; a value that does not decode fails the whole call.
+//
+// A slice, not a map: it keeps the caller's order and duplicates, costs
+// no hashing, and a miss is as plain as docs[i].Version == 0.
+func (c *Collection[T]) LatestMany(ids ...string) (docs []Doc[T], err error) {
+	for _, id := range ids {
+		if err := checkID(c.name, id); err != nil {
+			return nil, err
+		}
+	}
+	docs = make([]Doc[T], len(ids))
+	if len(ids) == 0 {
+		return docs, nil
+	}
+	prefixes := make([][]byte, len(ids))
+	order := make([]int, len(ids))
+	for i, id := range ids {
+		prefixes[i], order[i] = c.docPrefix(nil, id), i
+	}
+	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(prefixes[a], prefixes[b]) })
+	it, err := newIter(c.store, c.prefix, codec.PrefixEnd(c.prefix))
+	if err != nil {
+		return nil, fmt.Errorf("collection %q: %w", c.name, err)
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			docs, err = nil, fmt.Errorf("collection %q: %w", c.name, cerr)
+		}
+	}()
+	scratch := new(T)
+	for k, i := range order {
+		if k > 0 && ids[order[k-1]] == ids[i] {
+			docs[i] = docs[order[k-1]]
+			continue
+		}
+		if !it.SeekPrefixGE(prefixes[i]) {
+			if err := it.Error(); err != nil {
+				return nil, fmt.Errorf("%s: %w", c.where(ids[i]), err)
+			}
+			continue
+		}
+		v, err := numberOf(it.Key(), len(prefixes[i]))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.where(ids[i]), err)
+		}
+		raw, err := it.Value()
+		if err != nil {
+			return nil, fmt.Errorf("%s, version %d: %w", c.where(ids[i]), v, err)
+		}
+		if docfmt.IsDeleteMarker(raw) {
+			continue
+		}
+		if docs[i], err = c.doc(ids[i], v, raw, kindHistory, scratch); err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
+// HistoryPage reads one page of History: at most q.Limit versions (zero:
+// all) of the document id, newest first, and the cursor of the next page,
+// empty when there is none. It reads one version more than the page to
+// know, so an empty next means the read ended, not that it may have.
+//
+// Pass next as q.After to read the next page; versions written meanwhile
+// do not shift it.
+func (c *Collection[T]) HistoryPage(id string, q tipkv.Query) (docs []Doc[T], next tipkv.Cursor, err error) {
+	limit := q.Limit
+	if limit > 0 && limit < math.MaxInt {
+		q.Limit = limit + 1
+	}
+	for d, err := range c.History(id, q) {
+		if err != nil {
+			return nil, "", err
+		}
+		docs = append(docs, d)
+	}
+	if limit > 0 && len(docs) > limit {
+		docs = docs[:limit:limit]
+		next = docs[limit-1].Cursor()
+	}
+	return docs, next, nil
+}

@@ -13,15 +13,22 @@ import (
 // opens, to count its seeks.
 var wrapIter func(storage.Iter) storage.Iter
 
-// traceDeleteRange, when set (by tests only), sees every range delete this
-// package writes.
-var traceDeleteRange func(lo, hi []byte)
+// traceDelete, when set (by tests only), sees every delete this package
+// writes: [lo, hi) for a range, hi nil for a point delete of lo.
+var traceDelete func(lo, hi []byte)
 
 func deleteRange(tx *storage.Tx, lo, hi []byte) error {
-	if traceDeleteRange != nil {
-		traceDeleteRange(lo, hi)
+	if traceDelete != nil {
+		traceDelete(lo, hi)
 	}
 	return tx.Batch.DeleteRange(lo, hi)
+}
+
+func deletePoint(tx *storage.Tx, key []byte) error {
+	if traceDelete != nil {
+		traceDelete(key, nil)
+	}
+	return tx.Batch.Delete(key)
 }
 
 func newIter(s storage.Store, lo, hi []byte) (storage.Iter, error) {
@@ -62,8 +69,8 @@ func newestNumber(s storage.Store, prefix []byte) (int64, error) {
 }
 
 // oldestNumber returns the oldest version or position under prefix, 0 if
-// there is none. It is the one reverse seek of this package: it finds where
-// a range delete must end, never what a read returns.
+// there is none. With Count's, it is one of the two reverse seeks of this
+// package: it finds where a drop must start, never what a read yields.
 func oldestNumber(s storage.Store, prefix []byte) (int64, error) {
 	hi := numberKey(prefix, 0)
 	it, err := newIter(s, prefix, hi)

@@ -1,7 +1,9 @@
 package versioned
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 
 	"github.com/tipkv/tipkv"
@@ -9,27 +11,42 @@ import (
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
-// writer serialises the writes of this package that read before they write
-// (Put, PutIf, Delete, Prune, Trim) on one DB, and remembers the latest
-// version of recently written documents. There is one per DB, shared by
-// every Collection and Feed handle of the DB.
+// writer serialises, document by document, the writes of this package that
+// read before they write (Put, PutIf, Delete, Purge, Prune, and the feed
+// trims per stream), and remembers what it knows of recently written
+// documents. There is one per DB, shared by every Collection and Feed
+// handle of the DB.
 //
-// A write Tx takes mu at its first such write and keeps it until the Tx is
+// A Tx takes the lock of a document (a key prefix: a document, or a stream
+// for the trims) at its first write of it and keeps it until the Tx is
 // applied (visible to readers) or aborted, so:
 //
 //   - versions are dense: the version a Put reads is the newest committed
 //     one plus the Tx's own writes, and no other Tx can allocate the next
 //     one until this Tx has committed it or given it back by aborting;
-//   - a Tx takes one lock only, so Txs cannot deadlock with each other;
-//   - the lock is released before the durability wait, so synced writes of
-//     many goroutines still share Pebble's group commit.
+//   - Txs that write different documents never wait for each other, and a
+//     write on the DB inside an Update commits on its own unless it needs a
+//     document the Update holds;
+//   - the locks are released before the durability wait, so synced writes
+//     of many goroutines still share Pebble's group commit.
 //
-// The cost: the writes of a whole DB.Update that calls Put hold the lock
-// while the Update's function runs, and a Put made on the DB (not the
-// Batch) inside that function waits for it forever.
+// Waiting is the slow path, and the only one that looks further:
+//
+//   - a Tx that would wait for a Tx that (transitively) waits for it fails
+//     with ErrConflict instead (two Updates writing two documents in
+//     opposite orders), and gives its versions back when its Update fails;
+//   - a write nested in an Update's function (its stack holds an enclosing
+//     Update's frame) never waits for a holder whose function is still
+//     running, which may be its own enclosing Update: it fails with
+//     ErrInvalid, telling to pass the Batch;
+//   - a waiter wakes with ErrClosed when the DB closes.
 type writer struct {
-	mu    sync.Mutex
-	cache versionCache // guarded by mu
+	closing chan struct{} // closed when the DB closes
+	onClose sync.Once
+
+	mu     sync.Mutex
+	cache  versionCache // guarded by mu
+	closed bool         // guarded by mu
 }
 
 type writerKey struct{}
@@ -39,211 +56,302 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reg.Get(writerKey{}, func() any { return &writer{cache: newVersionCache(cacheEntries)} }).(*writer), nil
+	w := reg.Get(writerKey{}, func() any {
+		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{})}
+	}).(*writer)
+	// Not in Get's init: the registry is locked there.
+	w.onClose.Do(func() { reg.OnClose(w.close) })
+	return w, nil
 }
 
-// cacheEntries bounds the latest-version cache of a DB opened afterwards:
-// about 100 bytes each. A variable for tests only.
+// close wakes every waiter, with ErrClosed.
+func (w *writer) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.closed = true
+		close(w.closing)
+	}
+}
+
+// cacheEntries bounds the cache of a DB opened afterwards: about 200 bytes
+// each. A variable for tests only.
 var cacheEntries = 1 << 16
 
-// versionCache maps a document's key prefix to its latest version. It keeps
-// two generations of at most max/2 entries each: when the current one is
-// full it becomes the old one and the old one is dropped, so recently used
-// entries survive and the size stays bounded without per-entry
-// bookkeeping. Entries are pointers so that updating a cached document
-// allocates nothing. It is not safe for concurrent use.
+// docState is what is known of one document (or, for the trims, one
+// stream): its committed state in a docEntry, or a Tx's view counting its
+// own writes.
+type docState struct {
+	latest      int64 // latest version, 0 if none; valid when latestKnown
+	oldest      int64 // oldest version, 0 if none; valid when oldestKnown
+	latestKnown bool
+	oldestKnown bool
+	deleted     bool // the latest version is a delete marker
+
+	// For a stream: no event of the stream is below low (0: unknown);
+	// the trims applied before the Tx dropped every position <= trimmed
+	// (since the DB was opened), and the Tx's trims every one <= cut.
+	low, trimmed, cut int64
+}
+
+// docEntry is the writer's record of one document or stream: its lock and
+// what is known of it. The committed state and the Tx view belong to the
+// lock's holder; the lock fields are guarded by writer.mu.
+type docEntry struct {
+	state docState // committed
+	tx    docState // the holder's view
+	// stream is set while a trim holds the entry of a stream, to update
+	// the stream's low bound before the lock is released.
+	stream *stream
+
+	holder  *txWrites
+	waiters int
+	wake    chan struct{} // closed at release, made by the first waiter
+}
+
+func (e *docEntry) pinned() bool { return e.holder != nil || e.waiters > 0 }
+
+// versionCache maps a key prefix to its docEntry. It keeps two generations
+// of at most max/2 entries each: when the current one is full it becomes
+// the old one and the old one is dropped, so recently used entries survive
+// and the size stays bounded without per-entry bookkeeping; an entry that
+// is locked or waited for is never dropped (its lock would be lost). It is
+// not safe for concurrent use.
 type versionCache struct {
-	cur, old map[string]*cacheEntry
+	cur, old map[string]*docEntry
 	half     int
 }
 
-type cacheEntry struct{ v int64 }
-
-func newVersionCache(max int) versionCache {
-	half := max / 2
-	return versionCache{cur: make(map[string]*cacheEntry, half), old: make(map[string]*cacheEntry), half: half}
+func newVersionCache(size int) versionCache {
+	half := max(size/2, 1)
+	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half}
 }
 
-func (c *versionCache) get(k []byte) (int64, bool) {
-	if e := c.entry(k); e != nil {
-		return e.v, true
-	}
-	return 0, false
-}
-
-func (c *versionCache) put(k []byte, v int64) {
-	if e := c.entry(k); e != nil {
-		e.v = v
-		return
-	}
-	c.add(string(k), &cacheEntry{v})
-}
-
-// entry finds k's entry, moving it to the current generation.
-func (c *versionCache) entry(k []byte) *cacheEntry {
+// entry returns k's entry, creating it, and moves it to the current
+// generation.
+func (c *versionCache) entry(k []byte) *docEntry {
 	if e, ok := c.cur[string(k)]; ok {
 		return e
 	}
-	if e, ok := c.old[string(k)]; ok {
-		c.add(string(k), e)
-		return e
+	e, ok := c.old[string(k)]
+	if !ok {
+		e = &docEntry{}
 	}
-	return nil
-}
-
-func (c *versionCache) add(k string, e *cacheEntry) {
 	if len(c.cur) >= c.half {
 		c.old, c.cur = c.cur, c.old
-		clear(c.cur)
+		for k, e := range c.cur {
+			if !e.pinned() {
+				delete(c.cur, k)
+			}
+		}
 	}
-	c.cur[k] = e
+	c.cur[string(k)] = e
+	return e
 }
 
-// txWrites is a Tx's view of the documents and streams it read-modify-writes
-// while it holds the writer lock. Most Txs touch one document, kept inline;
-// txWrites are recycled, with their hooks bound once, so a Put allocates
-// little.
+// txWrites is a Tx's record of the documents and streams it holds. They are
+// recycled, with their hooks bound once, so a Put allocates little.
 type txWrites struct {
-	w        *writer
-	locked   bool
-	firstKey []byte // key prefix of the first document; the buffer is reused
-	first    docState
-	more     map[string]*docState // the other documents, by key prefix
+	w    *writer
+	tx   *storage.Tx
+	held []*docEntry
+	// last is the entry of the last lock call, to spare the writer's
+	// mutex to a run of writes of one document.
+	last    *docEntry
+	lastKey []byte
+
+	waitingFor *docEntry // guarded by writer.mu
 
 	onApplied, onAborted func()
 }
 
-// docState is what a Tx knows of one document (or stream), counting its own
-// writes.
-type docState struct {
-	latest      int64 // latest version; valid when latestKnown
-	oldest      int64 // oldest remaining version or position, 0 if none; valid when oldestKnown
-	latestKnown bool
-	oldestKnown bool
-}
-
 type txWritesKey struct{}
+
+// onWait, when set (by tests only), is called by every write that starts
+// waiting for another Tx.
+var onWait func()
 
 var txWritesPool sync.Pool // of *txWrites
 
-func newTxWrites() any {
-	if t, ok := txWritesPool.Get().(*txWrites); ok {
-		return t
-	}
-	t := &txWrites{}
-	t.onApplied, t.onAborted = t.applied, t.aborted
-	return t
-}
+// errDeadlock is wrapped by the ErrConflict of a Tx that would wait for a
+// Tx waiting for it.
+var errDeadlock = errors.New("deadlock: another Update holds it and waits for a document or stream this Update holds; this Update's writes are given back when it fails, retry it")
 
-// lock returns the Tx's txWrites, taking the writer lock at the Tx's first
-// call. It refuses a Tx of another DB.
-func (w *writer) lock(db *tipkv.DB, tx *storage.Tx) (*txWrites, error) {
+// txOf returns the Tx's txWrites, creating it at the Tx's first call. It
+// refuses a Tx of another DB.
+func (w *writer) txOf(db *tipkv.DB, tx *storage.Tx) (*txWrites, error) {
 	if tx.Owner != db {
 		return nil, fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 	}
-	t := tx.State(txWritesKey{}, newTxWrites).(*txWrites)
-	if !t.locked {
-		w.mu.Lock()
-		t.w, t.locked = w, true
+	return tx.State(txWritesKey{}, func() any {
+		t, ok := txWritesPool.Get().(*txWrites)
+		if !ok {
+			t = &txWrites{}
+			t.onApplied, t.onAborted = t.applied, t.aborted
+		}
+		t.w, t.tx = w, tx
 		tx.OnApplied(t.onApplied)
 		tx.OnAbort(t.onAborted)
-	}
-	return t, nil
+		return t
+	}).(*txWrites), nil
 }
 
-// applied records the Tx's latest versions, now visible, and releases.
-func (t *txWrites) applied() {
-	if len(t.firstKey) > 0 && t.first.latestKnown {
-		t.w.cache.put(t.firstKey, t.first.latest)
+// lock returns the entry of the document or stream under prefix, taking
+// its lock for the Tx at the Tx's first call, waiting for the Tx that holds
+// it if any. The Tx's view (e.tx) is then its own until it ends.
+func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
+	if t.last != nil && string(t.lastKey) == string(prefix) {
+		return t.last, nil
 	}
-	for k, d := range t.more {
-		if d.latestKnown {
-			t.w.cache.put([]byte(k), d.latest)
+	w := t.w
+	w.mu.Lock()
+	e := w.cache.entry(prefix)
+	nested := 0 // 1: the caller runs inside an enclosing Update; -1: not; 0: not looked
+	for e.holder != t {
+		if e.holder == nil {
+			e.holder = t
+			e.tx = e.state
+			t.held = append(t.held, e)
+			break
+		}
+		if w.closed {
+			w.mu.Unlock()
+			return nil, fmt.Errorf("%w: the DB closed while this write waited for another Update", tipkv.ErrClosed)
+		}
+		if e.holder.tx.Running() {
+			if nested == 0 {
+				// Reading the stack takes microseconds: not under the
+				// mutex, with e pinned meanwhile. The loop looks at the
+				// holder again after.
+				e.waiters++
+				w.mu.Unlock()
+				nested = -1
+				if insideEnclosingUpdate(t.tx.Running()) {
+					nested = 1
+				}
+				w.mu.Lock()
+				e.waiters--
+				continue
+			}
+			if nested == 1 {
+				w.mu.Unlock()
+				return nil, fmt.Errorf("%w: a write on the DB inside DB.Update needs a document (or stream) that an Update whose function is still running holds, maybe the enclosing one: it would wait for ever; pass the *tipkv.Batch of the enclosing Update instead", tipkv.ErrInvalid)
+			}
+		}
+		if t.waitsFor(e.holder) {
+			w.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", tipkv.ErrConflict, errDeadlock)
+		}
+		if e.wake == nil {
+			e.wake = make(chan struct{})
+		}
+		wake := e.wake
+		e.waiters++
+		t.waitingFor = e
+		w.mu.Unlock()
+		if onWait != nil {
+			onWait()
+		}
+		select {
+		case <-wake:
+		case <-w.closing:
+		}
+		w.mu.Lock()
+		e.waiters--
+		t.waitingFor = nil
+	}
+	w.mu.Unlock()
+	t.last, t.lastKey = e, append(t.lastKey[:0], prefix...)
+	return e, nil
+}
+
+// waitsFor reports whether h, the holder t would wait for, waits for t,
+// directly or through other waiting Txs. Every Tx waits for one entry at
+// most, so the chain is a path. Called with writer.mu held.
+func (t *txWrites) waitsFor(h *txWrites) bool {
+	for range 1 << 20 {
+		switch {
+		case h == nil:
+			return false
+		case h == t:
+			return true
+		case h.waitingFor == nil:
+			return false
+		}
+		h = h.waitingFor.holder
+	}
+	return false
+}
+
+// updateFn is the frame of the function of a running Update: the root
+// package calls every Update function through it, and never inlines it.
+const updateFn = "github.com/tipkv/tipkv.(*DB).runUpdateFn"
+
+// insideEnclosingUpdate reports whether the caller's stack holds two frames
+// of updateFn: one for the Update of its own Tx (a write on the DB runs in
+// an Update of its own), one for an Update whose function it runs in.
+func insideEnclosingUpdate(ownIsUpdate bool) bool {
+	var pcs [64]uintptr
+	seen, enough := 0, 1
+	if ownIsUpdate {
+		enough = 2 // the waiter's own Update function is on the stack too
+	}
+	for skip := 2; ; {
+		n := runtime.Callers(skip, pcs[:])
+		frames := runtime.CallersFrames(pcs[:n])
+		for {
+			f, more := frames.Next()
+			if f.Function == updateFn {
+				if seen++; seen == enough {
+					return true
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		if n < len(pcs) {
+			return false
+		}
+		skip += n
+	}
+}
+
+// applied records the state of the Tx's documents, now visible, and
+// releases them.
+func (t *txWrites) applied() {
+	for _, e := range t.held {
+		if e.stream != nil {
+			e.stream.trimApplied(e.tx.low, e.tx.cut)
+		}
+		e.state = e.tx
+	}
+	t.release()
+}
+
+// aborted releases the Tx's documents: their versions are given back.
+func (t *txWrites) aborted() {
+	for _, e := range t.held {
+		if e.stream != nil {
+			e.stream.trimAborted()
 		}
 	}
 	t.release()
 }
 
-func (t *txWrites) aborted() { t.release() }
-
-// release unlocks the writer and recycles t: the Tx is over.
+// release unlocks the Tx's entries and recycles t: the Tx is over.
 func (t *txWrites) release() {
 	w := t.w
-	t.w, t.locked, t.firstKey, t.first, t.more = nil, false, t.firstKey[:0], docState{}, nil
-	w.mu.Unlock()
-	txWritesPool.Put(t)
-}
-
-func (t *txWrites) doc(prefix []byte) *docState {
-	switch {
-	case len(t.firstKey) == 0:
-		t.firstKey = append(t.firstKey, prefix...)
-		return &t.first
-	case string(t.firstKey) == string(prefix):
-		return &t.first
-	}
-	if d, ok := t.more[string(prefix)]; ok {
-		return d
-	}
-	if t.more == nil {
-		t.more = make(map[string]*docState)
-	}
-	d := &docState{}
-	t.more[string(prefix)] = d
-	return d
-}
-
-// latest returns the document's latest version, 0 if it has none, from the
-// Tx, the cache or the store.
-func (t *txWrites) latest(s storage.Store, d *docState, prefix []byte) (int64, error) {
-	if d.latestKnown {
-		return d.latest, nil
-	}
-	v, ok := t.w.cache.get(prefix)
-	if !ok {
-		var err error
-		if v, err = newestNumber(s, prefix); err != nil {
-			return 0, err
+	w.mu.Lock()
+	for i, e := range t.held {
+		e.holder, e.stream, e.tx = nil, nil, docState{}
+		if e.wake != nil {
+			close(e.wake)
+			e.wake = nil
 		}
+		t.held[i] = nil
 	}
-	d.latest, d.latestKnown = v, true
-	return v, nil
-}
-
-// oldest returns the oldest version or position under prefix, 0 if none.
-func (t *txWrites) oldest(s storage.Store, d *docState, prefix []byte) (int64, error) {
-	if d.oldestKnown {
-		return d.oldest, nil
-	}
-	n, err := oldestNumber(s, prefix)
-	if err != nil {
-		return 0, err
-	}
-	d.oldest, d.oldestKnown = n, true
-	return n, nil
-}
-
-// dropThrough deletes every version or position <= cut under prefix with
-// one range delete, [prefix|desc(cut), prefix|desc(oldest-1)): it starts at
-// the oldest remaining one, so it never overlaps an earlier drop. It returns
-// how many numbers the range spans (versions are dense, so for a document
-// that is how many versions it dropped).
-func (t *txWrites) dropThrough(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, cut int64) (int64, error) {
-	oldest, err := t.oldest(s, d, prefix)
-	if err != nil {
-		return 0, err
-	}
-	if oldest == 0 || cut < oldest {
-		return 0, nil
-	}
-	lo := numberKey(prefix, cut)
-	hi := numberKey(prefix, oldest-1)
-	if err := deleteRange(tx, lo, hi); err != nil {
-		return 0, err
-	}
-	d.oldest = cut + 1
-	if d.latestKnown && d.latest <= cut {
-		d.oldest = 0
-	}
-	return cut - oldest + 1, nil
+	w.mu.Unlock()
+	t.w, t.tx, t.held, t.last, t.lastKey = nil, nil, t.held[:0], nil, t.lastKey[:0]
+	txWritesPool.Put(t)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
@@ -30,11 +31,12 @@ Reads every key once and verifies that:
   - the format key exists and names a format this tipkv reads;
   - every document's versions are >= 1 and dense: no gap between the oldest
     kept version and the latest (Prune and PruneBefore drop the oldest
-    versions, so versions may start above 1);
+    versions, so versions may start above 1; a delete marker is a version);
   - every document version, feed event, queue message and dead letter
     decodes as msgpack (skip that for collections, streams or queues that
-    use another codec with --raw), and every queue header and queue state
-    parses;
+    use another codec with --raw), a document version being also allowed
+    to be a delete marker (the single byte c1), and every queue header and
+    queue state parses;
   - no queue message lies below its queue's head (consumed messages are
     deleted), no head is past its tail, sequence numbers are >= 1, and no
     sequence number is both a message and a dead letter.
@@ -99,7 +101,7 @@ func (ck *checker) visit(k key, v []byte) {
 	r := decodeRecord(k, v)
 	if r.bad != "" {
 		ck.add("value", k, "%s", r.bad)
-	} else if r.msgpack && r.value.err != nil && !ck.raw[k.seg(0)] {
+	} else if r.msgpack && r.value.err != nil && !ck.raw[k.seg(0)] && !(k.fam.id == codec.FamilyVersions && docfmt.IsDeleteMarker(v)) {
 		ck.add("value", k, "not msgpack: %v", r.value.err)
 	}
 	switch k.fam.id {

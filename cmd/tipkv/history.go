@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 var historyCommand = &command{
@@ -19,8 +20,10 @@ values decoded from msgpack (hex when a value is not msgpack). With --as-of V
 it starts at the version that was latest when version V was written: the
 greatest version <= V.
 
-Exits 1 when the document has no versions (it never existed, or was
-deleted); an --as-of older than every kept version shows nothing and exits 0.`,
+A deleted document shows its history, the newest version being the delete
+marker, shown as (deleted) ("deleted": true with --json). Exits 1 when the
+document has no versions (it never existed, or was purged); an --as-of older
+than every kept version shows nothing and exits 0.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
 		n := fs.Int("n", 10, "show at most `N` versions; 0 shows all")
 		asOf := optInt(fs, "as-of", "start at the greatest version <= `V`")
@@ -66,6 +69,10 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	if c.json {
 		list := []any{}
 		for _, e := range entries {
+			if docfmt.IsDeleteMarker(e.value.raw) {
+				list = append(list, object{{"version", e.n}, {"deleted", true}})
+				continue
+			}
 			list = append(list, append(object{{"version", e.n}}, e.value.fields()...))
 		}
 		err = writeJSON(c.stdout, object{
@@ -74,6 +81,10 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	} else {
 		t := newTable(c.stdout, "VERSION", "VALUE")
 		for _, e := range entries {
+			if docfmt.IsDeleteMarker(e.value.raw) {
+				t.row(e.n, "(deleted)")
+				continue
+			}
 			t.row(e.n, e.value.cell())
 		}
 		err = t.flush()

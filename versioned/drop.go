@@ -1,0 +1,127 @@
+package versioned
+
+import (
+	"fmt"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// rangeDeleteMin is the fewest versions or events dropped at once with one
+// DeleteRange; fewer get point Deletes. Pebble fragments every range
+// tombstone of a memtable again for each new iterator after a DeleteRange,
+// so a memtable full of short range tombstones makes every read pay for
+// all of them: a loop of Put, Prune(keep 3) and Latest went from 470 us an
+// iteration over its first 1,000 to 1,000 us over its 5,000th, where with
+// point deletes it stays at 8-15 us over 50,000 (BenchmarkPruneLoop). A
+// point tombstone costs nothing to a read that does not step on it, and
+// Latest, AsOf and limited History never do: the tombstones lie below the
+// versions kept. Reads that walk to the oldest version (a whole History,
+// Count) step over every tombstone not yet compacted away, a range's
+// fragments or a run's points, and there ranges pay sooner. Dropping 20,000
+// versions in runs of n (BenchmarkPruneRuns, ns a version, range/point):
+//
+//	n    Latest       whole History   Count
+//	5    224k/9.8k    426k/367k       566k/326k
+//	20   21.7k/6.7k   72.8k/101k      86.7k/96.0k
+//	32   8.2k/6.0k    44.6k/63.2k     40.1k/50.7k
+//	50   8.1k/9.1k    30.2k/45.9k     29.7k/30.2k
+//	64   5.5k/6.0k    19.4k/30.4k     22.2k/34.4k
+//	250  5.4k/5.8k    9.8k/15.0k      6.1k/14.3k
+//
+// Below 32, point deletes win for Latest by up to 23x and lose by at most
+// 1.4x elsewhere; from 50 ranges win everywhere. A variable only so that the
+// benchmarks and tests can move it.
+var rangeDeleteMin = 32
+
+// latestOf fills d's latest version (and whether it is a delete marker)
+// from the store when the Tx does not know it yet.
+func (d *docState) latestOf(s storage.Store, prefix []byte) (int64, error) {
+	if !d.latestKnown {
+		v, deleted, err := newestVersion(s, prefix)
+		if err != nil {
+			return 0, err
+		}
+		d.latest, d.deleted, d.latestKnown = v, deleted, true
+	}
+	return d.latest, nil
+}
+
+// oldestOf fills d's oldest version from the store when the Tx does not
+// know it yet.
+func (d *docState) oldestOf(s storage.Store, prefix []byte) (int64, error) {
+	if !d.oldestKnown {
+		n, err := oldestNumber(s, prefix)
+		if err != nil {
+			return 0, err
+		}
+		d.oldest, d.oldestKnown = n, true
+	}
+	return d.oldest, nil
+}
+
+// newestVersion returns the latest version under a document's prefix, 0
+// if there is none, and whether it is a delete marker: one prefix seek,
+// answered by the bloom filters when the document has no versions.
+func newestVersion(s storage.Store, prefix []byte) (v int64, deleted bool, err error) {
+	it, err := newIter(s, prefix, numberKey(prefix, 0))
+	if err != nil {
+		return 0, false, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil && cerr != nil {
+			v, deleted, err = 0, false, cerr
+		}
+	}()
+	if !it.SeekPrefixGE(prefix) {
+		return 0, false, it.Error()
+	}
+	if v, err = numberOf(it.Key(), len(prefix)); err != nil {
+		return 0, false, err
+	}
+	raw, err := it.Value()
+	if err != nil {
+		return 0, false, err
+	}
+	return v, docfmt.IsDeleteMarker(raw), nil
+}
+
+// dropVersions deletes the versions [oldest, cut] of the document under
+// prefix and returns how many there were. Versions are dense, so their
+// keys are known without reading them: fewer than rangeDeleteMin get point
+// deletes, rangeDeleteMin or more one range delete. Either starts at the
+// oldest remaining version, so no two tombstones ever cover one key.
+func dropVersions(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, cut int64) (int64, error) {
+	oldest, err := d.oldestOf(s, prefix)
+	if err != nil {
+		return 0, err
+	}
+	if oldest == 0 || cut < oldest {
+		return 0, nil
+	}
+	if _, err := d.latestOf(s, prefix); err != nil {
+		return 0, err
+	}
+	if cut > d.latest {
+		return 0, fmt.Errorf("%w: internal error: dropping versions through %d past the latest %d", tipkv.ErrInvalid, cut, d.latest)
+	}
+	n := cut - oldest + 1
+	if n < int64(rangeDeleteMin) {
+		key := numberKey(prefix, 0)
+		for v := oldest; v <= cut; v++ {
+			codec.AppendDesc(key[:len(prefix)], v)
+			if err := deletePoint(tx, key); err != nil {
+				return 0, err
+			}
+		}
+	} else if err := deleteRange(tx, numberKey(prefix, cut), numberKey(prefix, oldest-1)); err != nil {
+		return 0, err
+	}
+	d.oldest = cut + 1
+	if cut == d.latest {
+		d.latest, d.oldest, d.deleted = 0, 0, false
+	}
+	return n, nil
+}
