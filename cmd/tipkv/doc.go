@@ -7,6 +7,7 @@
 //	tipkv queue   DIR NAME [-n N] [--dead] [--requeue SEQS|all] [--discard SEQS|all]
 //	tipkv check   DIR [--raw NAMES] [--max N]  exit status 1 when the store is not healthy
 //	tipkv compact DIR                          family by family, with progress on stderr
+//	tipkv version                              module version, store formats it reads
 //
 // Every command takes --help and --json, and flags may come before or after
 // the arguments ("--" ends them). Every command but compact and queue
@@ -25,4 +26,20 @@
 // Exit status: 0 when the command did what was asked (for check: the store
 // is healthy), 1 when it failed or check found problems, 2 on bad usage or
 // when the store cannot be opened.
+//
+// Errors are a line of text on stderr ("tipkv CMD: message"). With --json
+// an error is instead one JSON object on one line of stderr, with the same
+// exit status, and stdout holds only what was written before the failure
+// (nothing, but for dump's records so far):
+//
+//	{"error":"/srv/shop: the store is in use by another process ...","kind":"in_use","command":"stats","exit_status":2}
+//
+// kind is one of: usage (bad usage, 2), in_use (another process has the
+// store open, 2), no_store (the directory is missing or empty, 2),
+// not_a_store (not a tipkv store, or a newer format, 2), corrupt (stored
+// data that does not read or decode, 2 when the store cannot be opened,
+// else 1), open (the store did not open for another reason, 2), not_found
+// (no such document, stream or queue, 1), failed (anything else, 1).
+// check's verdict on an unhealthy store is its report on stdout, not an
+// error. compact's progress lines on stderr come before the error line.
 package main

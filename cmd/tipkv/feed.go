@@ -69,7 +69,7 @@ func feed(c *ctx, dir, stream string, n int, since int64) int {
 		return c.failf(exitFail, "%v", err)
 	}
 	if !found {
-		return c.failf(exitFail, "stream %q has no events", stream)
+		return c.notFoundf("stream %q has no events", stream)
 	}
 
 	if c.json {

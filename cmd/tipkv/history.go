@@ -60,7 +60,7 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 		return c.failf(exitFail, "%v", err)
 	}
 	if !found {
-		return c.failf(exitFail, "collection %q has no document %q", coll, id)
+		return c.notFoundf("collection %q has no document %q", coll, id)
 	}
 
 	if c.json {
@@ -145,11 +145,4 @@ func optInt(fs *flag.FlagSet, name, usage string) *optionalInt {
 		return nil
 	})
 	return o
-}
-
-// usagef reports bad usage of the running command and returns exitUsage.
-func (c *ctx) usagef(format string, args ...any) int {
-	c.failf(exitUsage, format, args...)
-	fmt.Fprintf(c.stderr, "usage: %s\nRun 'tipkv %s --help' for more.\n", synopsis(c.cmd), c.cmd.name)
-	return exitUsage
 }

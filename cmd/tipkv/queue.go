@@ -113,7 +113,7 @@ func queueCmd(c *ctx, dir, name string, op queueOp) int {
 	if ok, err := s.queueExists(name); err != nil {
 		return c.failf(exitFail, "%v", err)
 	} else if !ok {
-		return c.failf(exitFail, "the store has no queue %q", name)
+		return c.notFoundf("the store has no queue %q", name)
 	}
 	// Raw bytes, not T: the payload is decoded generically below. No
 	// attempt limit: a peek never moves anything anyway.
