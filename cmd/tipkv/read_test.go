@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
 )
 
 func TestDump(t *testing.T) {
@@ -177,8 +178,8 @@ func TestStats(t *testing.T) {
 	require.Regexp(t, `(?m)^users +2 +4$`, out)
 	require.Regexp(t, `(?m)^orders +1 +1$`, out)
 	require.Regexp(t, `(?m)^clicks +5 +2025-03-01T12:00:00Z +2025-03-01T12:04:00Z$`, out)
-	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD +STATE HEAD +STATE TAIL$`, out)
-	require.Regexp(t, `(?m)^jobs +2 +3 +4 +1 +3 +5$`, out)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD$`, out)
+	require.Regexp(t, `(?m)^jobs +2 +3 +5 +1$`, out)
 	require.Contains(t, out, "no sstables yet: every key is in the memtable", "the sample store was never flushed")
 
 	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
@@ -191,7 +192,7 @@ func TestStats(t *testing.T) {
 		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},
 	}, m["collections"])
 	require.Equal(t, []any{map[string]any{
-		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 4.0, "dead": 1.0,
+		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 5.0, "dead": 1.0,
 		"state": map[string]any{"head": 3.0, "tail": 5.0},
 	}}, m["queues"])
 	lsm := m["lsm"].(map[string]any)
@@ -221,4 +222,21 @@ func TestStatsTombstones(t *testing.T) {
 	out := cliOK(t, "stats", dir)
 	require.Regexp(t, `(?m)^LEVEL +TABLES +SIZE +SCORE +ENTRIES +POINT TOMBSTONES +RANGE TOMBSTONES\nL0 +1 +`, out, "empty levels are left out")
 	require.Regexp(t, `(?m)^total +1 +\S+ \S+ +\d+ +1 +1$`, out)
+}
+
+// A queue that does not open (here its state key is corrupt) is listed
+// with the error, and stats exits 1 after printing the rest.
+func TestStatsBrokenQueue(t *testing.T) {
+	dir := writeStore(t, func(db *tipkv.DB) {
+		set(t, db, segPrefix(codec.FamilyQueueState, "bad"), []byte{0x01, 0x80})
+	})
+	out, errOut, code := cli(t, "stats", dir)
+	require.Equal(t, exitFail, code)
+	require.Regexp(t, `(?m)^bad +- +- +- +0 +queue "bad": .*corrupt`, out)
+	require.Contains(t, errOut, "tipkv check lists the problems")
+	out, errOut, code = cli(t, "stats", "--json", dir)
+	require.Equal(t, exitFail, code)
+	q := jsonOf(t, out)["queues"].([]any)[0].(map[string]any)
+	require.Contains(t, q["error"], "corrupt")
+	require.Equal(t, "corrupt", jsonOf(t, errOut)["kind"])
 }
