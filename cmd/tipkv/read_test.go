@@ -47,6 +47,29 @@ func TestDumpFilters(t *testing.T) {
 	require.Equal(t, 4, count("--prefix", "jobs"), "two items, the state and a dead letter")
 	require.Equal(t, 3, count("-n", "3"))
 	require.Equal(t, 2, count("--prefix", "jobs", "-n", "2"))
+	require.Equal(t, 5, count("--prefix", "cl"), "stream names match")
+	require.Equal(t, 4, count("--prefix", "j"), "queue names match: items, state, dead letter")
+	require.Equal(t, 1, count("--prefix", "f", "--family", "meta"), "meta names match")
+	require.Equal(t, 0, count("--prefix", "alice"), "document ids do not")
+	require.Equal(t, 0, count("--prefix", "Users"), "case matters")
+
+	// One prefix reaches every family whose name begins with it.
+	dir = writeStore(t, func(db *tipkv.DB) {
+		enq := t0.UnixNano()
+		set(t, db,
+			vkey("orders", "o-1", 1), mp(t, 1),
+			fkey("orders-audit", 5), mp(t, "placed"),
+			qkey(codec.FamilyQueueItems, "orders-out", 1), qvalue(t, queueItemTag, 0, enq, 0, "o-1"),
+			segPrefix(codec.FamilyQueueState, "orders-out"), qstate(1, 2),
+			qkey(codec.FamilyDeadLetters, "orders-out", 0), qvalue(t, queueDeadTag, 3, enq, enq, "o-0"),
+			vkey("other", "orders", 1), mp(t, 2),
+		)
+	})
+	var fams []string
+	for _, r := range jsonLines(t, cliOK(t, "dump", "--json", dir, "--prefix", "orders")) {
+		fams = append(fams, r["family"].(string))
+	}
+	require.Equal(t, []string{"versions", "queue-items", "queue-state", "feed", "dead-letters"}, fams)
 
 	rec := jsonLines(t, cliOK(t, "dump", "--json", "--hex", dir, "--family", "meta"))[0]
 	require.Equal(t, "00666f726d61740001", rec["key_hex"])
