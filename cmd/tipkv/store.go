@@ -18,8 +18,19 @@ type store struct {
 
 // openStore opens the store in dir, read-only unless write is set. On
 // failure it reports why on stderr, in words for people, and returns the
-// exit status.
+// exit status. It never creates a store: tipkv.Open creates one in a
+// missing or empty directory when it may write, so a write open first
+// checks, read-only, that a store is there.
 func (c *ctx) openStore(dir string, write bool) (*store, int) {
+	if write {
+		db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: true})
+		if err != nil {
+			return nil, c.openFailed(dir, err)
+		}
+		if err := db.Close(); err != nil {
+			return nil, c.failf(exitUsage, "%v", err)
+		}
+	}
 	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: !write})
 	if err != nil {
 		return nil, c.openFailed(dir, err)
@@ -48,7 +59,7 @@ func openError(dir string, err error) (msg, kind string) {
 	case isLocked(err):
 		return fmt.Sprintf("%s: the store is in use by another process (a store is open in one process at a time); stop that process and try again", dir), kindInUse
 	case errors.Is(err, tipkv.ErrNotFound):
-		return fmt.Sprintf("%s: no tipkv store there (the directory is missing or empty)", dir), kindNoStore
+		return fmt.Sprintf("%s: no tipkv store there (the directory is missing or empty); tipkv never creates one", dir), kindNoStore
 	case errors.Is(err, tipkv.ErrFormat):
 		return err.Error(), kindFormat
 	case errors.Is(err, tipkv.ErrCorrupt):
