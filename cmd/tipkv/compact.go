@@ -63,19 +63,16 @@ func ticker(c *ctx, name string, start time.Time) (stop func()) {
 }
 
 type compactStep struct {
-	name    string
-	lo, hi  []byte
+	keyRange
 	elapsed time.Duration
 }
 
 func compactSteps() []*compactStep {
 	var steps []*compactStep
-	for _, f := range families {
-		lo, hi := familyRange(f.id)
-		steps = append(steps, &compactStep{name: f.name, lo: lo, hi: hi})
+	for _, r := range keyRanges() {
+		steps = append(steps, &compactStep{keyRange: r})
 	}
-	last := families[len(families)-1].id
-	return append(steps, &compactStep{name: "other", lo: []byte{byte(last) + 1}, hi: keyspaceEnd})
+	return steps
 }
 
 // engine is what compact asks of the Pebble store beyond storage.Store.

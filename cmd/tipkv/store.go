@@ -18,29 +18,39 @@ type store struct {
 
 // openStore opens the store in dir, read-only unless write is set. On
 // failure it reports why on stderr, in words for people, and returns the
-// exit status. It never creates a store: tipkv.Open creates one in a
-// missing or empty directory when it may write, so a write open first
-// checks, read-only, that a store is there.
+// exit status.
 func (c *ctx) openStore(dir string, write bool) (*store, int) {
+	s, err := openStore(dir, write)
+	if err != nil {
+		return nil, c.openFailed(dir, err)
+	}
+	return s, exitOK
+}
+
+// openStore opens the store in dir, read-only unless write is set. It
+// never creates a store: tipkv.Open creates one in a missing or empty
+// directory when it may write, so a write open first checks, read-only,
+// that a store is there.
+func openStore(dir string, write bool) (*store, error) {
 	if write {
 		db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: true})
 		if err != nil {
-			return nil, c.openFailed(dir, err)
+			return nil, err
 		}
 		if err := db.Close(); err != nil {
-			return nil, c.failf(exitUsage, "%v", err)
+			return nil, err
 		}
 	}
 	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: !write})
 	if err != nil {
-		return nil, c.openFailed(dir, err)
+		return nil, err
 	}
 	kv, err := link.Store(db)
 	if err != nil {
 		_ = db.Close()
-		return nil, c.failf(exitUsage, "%v", err)
+		return nil, err
 	}
-	return &store{dir: dir, db: db, kv: kv}, exitOK
+	return &store{dir: dir, db: db, kv: kv}, nil
 }
 
 // openFailed reports why the store in dir did not open and returns

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,11 +65,7 @@ func TestBinaryStoreInUse(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "tipkv")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
-
+	bin := tipkvBinary(t)
 	dir := sample(t)
 	db, err := tipkv.Open(dir, nil)
 	require.NoError(t, err)
@@ -146,4 +143,37 @@ func TestCompactSizeAfterObsoleteFilesGo(t *testing.T) {
 
 	st := jsonOf(t, cliOK(t, "stats", "--json", dir))
 	require.EqualValues(t, after, st["disk_usage"], "stats agrees")
+}
+
+var builtBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// tipkvBinary builds the tipkv binary once per test run and returns its
+// path; TestMain removes it.
+func tipkvBinary(t *testing.T) string {
+	t.Helper()
+	b := &builtBinary
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "tipkv-bin-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "tipkv")
+		build := exec.Command("go", "build", "-o", b.path, ".")
+		build.Stderr = os.Stderr
+		b.err = build.Run()
+	})
+	require.NoError(t, b.err)
+	return b.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary.dir != "" {
+		_ = os.RemoveAll(builtBinary.dir)
+	}
+	os.Exit(code)
 }
