@@ -32,9 +32,9 @@ Reads every key once and verifies that:
     kept version and the latest (Prune and PruneBefore drop the oldest
     versions, so versions may start above 1);
   - every document version, feed event, queue message and dead letter
-    decodes as msgpack (skip that for collections, streams or queues that
-    use another codec with --raw), and every queue header and queue state
-    parses;
+    decodes as msgpack or JSON (skip that for collections, streams or
+    queues that use another codec with --raw), and every queue header and
+    queue state parses;
   - no queue message lies below its queue's head (consumed messages are
     deleted), no head is past its tail, sequence numbers are >= 1, and no
     sequence number is both a message and a dead letter.
@@ -49,7 +49,7 @@ Exit status 0 means healthy, 1 means problems were found (they are listed),
 2 means bad usage or the store could not be opened for another reason (it
 is missing, in use, or not a tipkv store).`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
-		raw := fs.String("raw", "", "comma-separated `NAMES` of collections, streams or queues whose values are not msgpack")
+		raw := fs.String("raw", "", "comma-separated `NAMES` of collections, streams or queues whose values are neither msgpack nor JSON")
 		max := fs.Int("max", 100, "list at most `N` problems (all are counted)")
 		return func(c *ctx, args []string) int {
 			if *max < 0 {

@@ -19,8 +19,11 @@
 // Tables are for people; --json writes one JSON document for scripts (dump
 // writes one JSON object per line, so that a large store streams). Values
 // are decoded from msgpack into JSON: bin values (Go []byte) become base64
-// strings, maps keep their encoded field order, and a value that is not
-// msgpack is shown as hex. Key segments that are not UTF-8 become
+// strings, maps keep their encoded field order. A value that is not msgpack
+// but is JSON (stored with codec.JSON) is shown as it is, marked
+// "value_encoding": "json" in --json output; a value that is neither is
+// shown as hex. (A JSON number of one digit is also a whole msgpack value,
+// and shows as msgpack.) Key segments that are not UTF-8 become
 // {"hex": "..."} in JSON and Go-quoted strings in tables.
 //
 // Exit status: 0 when the command did what was asked (for check: the store

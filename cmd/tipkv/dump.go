@@ -13,7 +13,8 @@ var dumpCommand = &command{
 	help: `
 Lists the store's keys in key order, each decoded into its parts (family,
 collection, id, version; stream, position; queue, seq; meta name), and each
-value decoded from msgpack into JSON. Queue items and dead letters show
+value decoded from msgpack into JSON (a value stored as JSON, by
+codec.JSON, is shown as it is). Queue items and dead letters show
 their header (attempts, times) before the payload, queue states their head
 and tail. A key tipkv did not write is shown in hex, and so is a value that
 does not decode.

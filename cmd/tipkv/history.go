@@ -15,7 +15,7 @@ var historyCommand = &command{
 	summary: "show the versions of one document, newest first",
 	help: `
 Shows the versions of document ID in COLLECTION, newest first, with their
-values decoded from msgpack (hex when a value is not msgpack). With --as-of V
+values decoded from msgpack or JSON (hex when a value is neither). With --as-of V
 it starts at the version that was latest when version V was written: the
 greatest version <= V.
 

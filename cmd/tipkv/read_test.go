@@ -93,7 +93,7 @@ func TestDumpForeignData(t *testing.T) {
 	require.Contains(t, out, "0x0978")
 	require.Contains(t, out, "0xdead")
 	require.Regexp(t, `versions +0x016300 +0x76\n`, out)
-	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(not msgpack\)\n`, out)
+	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(neither msgpack nor JSON\)\n`, out)
 	require.Regexp(t, `versions +c \| "\\xff" \| 1 +"AQID"\n`, out)
 
 	recs := jsonLines(t, cliOK(t, "dump", "--json", dir))
