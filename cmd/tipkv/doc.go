@@ -12,7 +12,9 @@
 // Every command takes --help and --json, and flags may come before or after
 // the arguments ("--" ends them). Every command but compact and queue
 // --requeue or --discard opens the store read-only and changes nothing in
-// its directory. A store held by another process is refused with a message
+// its directory. No command creates a store: a missing or empty DIR is
+// refused with exit status 2. A store held by another process is refused
+// with a message
 // that says so: Pebble locks the directory even for readers, so the
 // commands run while the service that owns the store is stopped.
 //

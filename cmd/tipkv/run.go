@@ -172,6 +172,7 @@ Commands:
 	fmt.Fprint(w, `
 Every command takes --help and --json; flags may follow the arguments.
 Only compact and queue --requeue/--discard write; the rest open read-only.
+No command creates a store: a missing or empty DIR is refused.
 Exit status: 0 ok, 1 failed or unhealthy (check), 2 bad usage or cannot open.
 With --json an error is one JSON object on a line of stderr:
   {"error": "...", "kind": "in_use", "command": "stats", "exit_status": 2}
