@@ -110,7 +110,7 @@ func TestOpenErrors(t *testing.T) {
 		for dir, want := range map[string]string{
 			missing: "no tipkv store there",
 			empty:   "no tipkv store there",
-			foreign: "is not a tipkv store",
+			foreign: "not a tipkv store",
 		} {
 			args[1] = dir
 			out, errOut, code := cli(t, args...)
@@ -199,7 +199,7 @@ func TestJSONErrors(t *testing.T) {
 		{[]string{"stats", "--json"}, exitUsage, "usage", "stats", "want 1 arguments (DIR), have 0"},
 		{[]string{"history", dir, "users", "alice", "-n", "-1", "--json"}, exitUsage, "usage", "history", "-n must be >= 0"},
 		{[]string{"stats", "--json", missing}, exitUsage, "no_store", "stats", "no tipkv store there"},
-		{[]string{"stats", "--json", foreign}, exitUsage, "not_a_store", "stats", "is not a tipkv store"},
+		{[]string{"stats", "--json", foreign}, exitUsage, "not_a_store", "stats", "not a tipkv store"},
 		{[]string{"check", "--json", locked}, exitUsage, "in_use", "check", "the store is in use by another process"},
 		{[]string{"history", "--json", dir, "users", "carol"}, exitFail, "not_found", "history", `collection "users" has no document "carol"`},
 		{[]string{"feed", "--json", dir, "nope"}, exitFail, "not_found", "feed", `stream "nope" has no events`},
