@@ -7,9 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
@@ -52,9 +52,15 @@ func killChild(dir string) {
 }
 
 // A real process running the mixed workload with synced writes, killed
-// with SIGKILL at a random moment, three times over one directory: after
-// each kill the store reopens, every acknowledged write is there, versions
-// are dense, outbox batches are whole and no message is lost.
+// with SIGKILL at a random point of its progress, three times over one
+// directory: after each kill the store reopens, every acknowledged write is
+// there, versions are dense, outbox batches are whole and no message is
+// lost.
+//
+// The kill waits for progress, never for time: the parent reads the
+// child's log as it is written and kills it once the child has logged a
+// random number of acknowledged operations. A busy machine makes the round
+// slower, never different.
 func TestKillDuringWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
@@ -65,6 +71,7 @@ func TestKillDuringWrites(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	var lines []string
 	for round := range 3 {
+		target := killMinAcked + rng.IntN(killMaxAcked-killMinAcked+1)
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), killChildEnv+"="+dir,
 			"TIPKV_KILL_CHILD_SEED="+strconv.FormatUint(rng.Uint64(), 10),
@@ -72,37 +79,25 @@ func TestKillDuringWrites(t *testing.T) {
 		out, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
-		got := make(chan string)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				got <- sc.Text()
-			}
-			close(got)
-		}()
 		before := len(lines)
-		deadline := time.After(time.Duration(200+rng.IntN(400)) * time.Millisecond)
-	loop:
-		for {
-			select {
-			case l, ok := <-got:
-				if !ok {
-					break loop
-				}
-				lines = append(lines, l)
-			case <-deadline:
+		sc := bufio.NewScanner(out)
+		acked, killed := 0, false
+		for sc.Scan() { // until the child's stdout closes: killed, or failed
+			l := sc.Text()
+			lines = append(lines, l)
+			if !strings.HasPrefix(l, "try ") {
+				acked++
+			}
+			if acked == target && !killed {
 				require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-				for l := range got { // what was printed before the kill
-					lines = append(lines, l)
-				}
-				break loop
+				killed = true // keep reading what was printed before the kill
 			}
 		}
 		_ = cmd.Wait()
 		for _, l := range lines[before:] {
 			require.NotContains(t, l, "child ", "the child failed")
 		}
-		require.Greater(t, len(lines), before+10, "round %d: the child did almost nothing", round)
+		require.True(t, killed, "round %d: the child stopped after %d acknowledged operations, before the kill at %d", round, acked, target)
 
 		db, err := tipkv.Open(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
@@ -110,6 +105,13 @@ func TestKillDuringWrites(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, a.check(db, true), "round %d after SIGKILL", round)
 		require.NoError(t, db.Close())
-		t.Logf("round %d: %d operations logged, store checked", round, len(lines)-before)
+		t.Logf("round %d: killed after %d acknowledged operations; %d lines logged in all, store checked", round, target, len(lines)-before)
 	}
 }
+
+// A kill lands after this many acknowledged operations of the child, drawn
+// uniformly in [killMinAcked, killMaxAcked].
+const (
+	killMinAcked = 10
+	killMaxAcked = 200
+)

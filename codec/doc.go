@@ -2,8 +2,8 @@
 // for any two keys built from parts of the same kinds, the sign of
 // bytes.Compare of their encodings is the sign of comparing the parts in turn.
 //
-// It also holds the value codecs (msgpack by default, raw bytes, or your own)
-// behind the small generic [Value] interface.
+// It also holds the value codecs (msgpack by default, JSON, raw bytes, or
+// your own) behind the small generic [Value] interface; see "Values" below.
 //
 // # Key format
 //
@@ -55,4 +55,62 @@
 //
 // The golden vectors in testdata/golden.txt pin these bytes; the layout of
 // format 1 is frozen.
+//
+// # Values
+//
+// A value codec turns a T into the bytes stored under a key and back:
+//
+//	Msgpack[T]{}                      MessagePack, the default
+//	Msgpack[T]{IgnoreJSONTags: true}  MessagePack, naming as before json tags were honoured
+//	JSON[T]{}                         JSON through encoding/json
+//	Raw, String                       []byte and string, stored as they are
+//
+// Every collection, feed or queue that shares a name must use one codec,
+// with one naming, for its whole life: the stored bytes do not say which
+// codec wrote them.
+//
+// # Field names
+//
+// A struct is stored as a map from field names to values, so the name
+// under which each field is stored is part of the stored data. [Msgpack]
+// names a field by its `msgpack:"name"` tag, else by its `json:"name"` tag,
+// else by its Go name. A Go type shared with an HTTP API thus stores the
+// names its JSON uses. A json tag's "-" leaves the field out and its
+// omitempty applies; a msgpack tag, when there is one, decides alone.
+// Msgpack matches names exactly, case included.
+//
+// With IgnoreJSONTags, json tags are ignored: a field is named by its
+// msgpack tag, else its Go name. That is how every value was stored
+// before json tags were honoured, and a store written then must keep
+// reading with IgnoreJSONTags: a field with a json tag and no msgpack tag
+// was stored under its Go name, and the default would look for it under
+// its json name and read it as empty.
+//
+// [JSON] follows encoding/json: json tags, else the Go name, and on
+// decode a name matches case-insensitively.
+//
+// # When a stored type changes shape
+//
+// Values already stored are never rewritten; they are decoded into the
+// type as it is now. What happens, for every struct codec unless said
+// otherwise (each case has a test in value_shape_test.go):
+//
+//   - A field added: values stored before read it as its zero value.
+//   - A field removed: its stored value is skipped, without an error.
+//   - A field renamed in Go, without a tag: the stored value is under the
+//     old name, so the renamed field reads as its zero value, without an
+//     error. Keep the stored name with a tag (`json:"email"`, or
+//     `msgpack:"email"` with IgnoreJSONTags) and a rename is safe.
+//   - A tag added or changed on an existing field renames it just the same
+//     (for Msgpack: a json tag counts too, unless IgnoreJSONTags). JSON
+//     forgives a change of case only. To rename a stored field, read both
+//     names with msgpack's alias option, `msgpack:"email,alias:Email"`,
+//     which writes the new name and reads either.
+//   - A field's type changed: a value that converts without loss reads (an
+//     integer into a wider integer or a float); one that does not fails
+//     with [ErrCorrupt], naming the type, never a silent zero.
+//
+// To change a type in a way these rules do not cover, write the new shape
+// under a new collection, stream or queue name, or keep a version field
+// in the value and convert on read.
 package codec

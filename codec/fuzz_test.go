@@ -3,6 +3,7 @@ package codec_test
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"testing"
 
 	"github.com/tipkv/tipkv/codec"
@@ -145,6 +146,29 @@ func FuzzSplitOrder(f *testing.F) {
 		}
 		if got := bytes.Compare(a, b); got != want {
 			t.Fatalf("%x vs %x: bytes.Compare %d, prefix-then-suffix %d", a, b, got, want)
+		}
+	})
+}
+
+// Any bytes decode into a struct or fail with ErrCorrupt; never a panic.
+func FuzzValueDecode(f *testing.F) {
+	type doc struct {
+		ID    string            `json:"id"`
+		N     int               `msgpack:"n"`
+		Tags  []string          `json:"tags"`
+		Attrs map[string]any    `json:"attrs"`
+		Inner *struct{ X bool } `json:"inner"`
+	}
+	seed, _ := codec.Msgpack[doc]{}.Append(nil, doc{ID: "a", N: 1, Tags: []string{"x"}})
+	f.Add(seed)
+	f.Add([]byte(`{"id":"a","n":1,"tags":["x"]}`))
+	f.Add([]byte{0xc1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, c := range []codec.Value[doc]{codec.Msgpack[doc]{}, codec.Msgpack[doc]{IgnoreJSONTags: true}, codec.JSON[doc]{}} {
+			var v doc
+			if err := c.Decode(b, &v); err != nil && !errors.Is(err, codec.ErrCorrupt) {
+				t.Fatalf("%T: %v does not match ErrCorrupt", c, err)
+			}
 		}
 	})
 }

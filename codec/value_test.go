@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/vmihailenco/msgpack/v5"
 )
 
 type order struct {
@@ -13,30 +14,103 @@ type order struct {
 	Items []string
 }
 
-func TestMsgpackRoundTrip(t *testing.T) {
-	var c codec.Value[order] = codec.Msgpack[order]{}
-	in := order{ID: "o1", Total: 9.5, Items: []string{"a", "b"}}
-	data, err := c.Append([]byte("prefix"), in)
-	require.NoError(t, err)
-	require.Equal(t, "prefix", string(data[:6]), "Append appends")
-	var out order
-	require.NoError(t, c.Decode(data[6:], &out))
-	require.Equal(t, in, out)
+// valueCodecs are the struct codecs every generic test runs against.
+func valueCodecs[T any]() map[string]codec.Value[T] {
+	return map[string]codec.Value[T]{
+		"msgpack":                codec.Msgpack[T]{},
+		"msgpack,IgnoreJSONTags": codec.Msgpack[T]{IgnoreJSONTags: true},
+		"json":                   codec.JSON[T]{},
+	}
 }
 
-func TestMsgpackDecodeFailureIsCorrupt(t *testing.T) {
-	var out order
-	err := codec.Msgpack[order]{}.Decode([]byte{0xc1}, &out) // 0xc1 is never used in msgpack
-	require.ErrorIs(t, err, codec.ErrCorrupt)
+func TestValueRoundTrip(t *testing.T) {
+	for name, c := range valueCodecs[order]() {
+		in := order{ID: "o1", Total: 9.5, Items: []string{"a", "b"}}
+		data, err := c.Append([]byte("prefix"), in)
+		require.NoError(t, err, name)
+		require.Equal(t, "prefix", string(data[:6]), "%s: Append appends", name)
+		var out order
+		require.NoError(t, c.Decode(data[6:], &out), name)
+		require.Equal(t, in, out, name)
+	}
+}
+
+func TestValueDecodeFailureIsCorrupt(t *testing.T) {
+	for name, c := range valueCodecs[order]() {
+		var out order
+		err := c.Decode([]byte{0xc1}, &out) // 0xc1 is never used in msgpack, nor valid JSON
+		require.ErrorIs(t, err, codec.ErrCorrupt, name)
+	}
 	var n int
 	data, err := codec.Msgpack[string]{}.Append(nil, "text")
 	require.NoError(t, err)
 	require.ErrorIs(t, codec.Msgpack[int]{}.Decode(data, &n), codec.ErrCorrupt)
+	require.ErrorIs(t, codec.JSON[int]{}.Decode([]byte(`"text"`), &n), codec.ErrCorrupt)
 }
 
-func TestMsgpackEncodeFailure(t *testing.T) {
+// A decoder that failed is not reused in a state that breaks the next
+// decode.
+func TestMsgpackDecodeAfterFailure(t *testing.T) {
+	c := codec.Msgpack[order]{}
+	good, err := c.Append(nil, order{ID: "o2", Total: 1})
+	require.NoError(t, err)
+	for range 100 {
+		var out order
+		require.Error(t, c.Decode(good[:len(good)-3], &out), "truncated")
+		out = order{}
+		require.NoError(t, c.Decode(good, &out))
+		require.Equal(t, "o2", out.ID)
+	}
+}
+
+func TestValueEncodeFailure(t *testing.T) {
 	_, err := codec.Msgpack[chan int]{}.Append(nil, make(chan int))
 	require.Error(t, err)
+	_, err = codec.JSON[chan int]{}.Append(nil, make(chan int))
+	require.Error(t, err)
+}
+
+func TestJSONIsPlainJSON(t *testing.T) {
+	type page struct {
+		Title string `json:"title"`
+		Body  string `json:"body,omitempty"`
+		Raw   []byte
+	}
+	data, err := codec.JSON[page]{}.Append(nil, page{Title: "<a & b>", Raw: []byte{1, 2}})
+	require.NoError(t, err)
+	require.Equal(t, `{"title":"<a & b>","Raw":"AQI="}`, string(data), "no HTML escaping, no newline")
+}
+
+// Encoding reuses pooled encoders: beyond boxing the value, a call
+// allocates nothing; decoding a flat struct allocates nothing either.
+func TestValueAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
+	}
+	type flat struct {
+		N int     `json:"n"`
+		F float64 `msgpack:"f"`
+		B bool
+	}
+	for _, c := range []codec.Msgpack[flat]{{}, {IgnoreJSONTags: true}} {
+		buf := make([]byte, 0, 64)
+		v := flat{N: 5, F: 1.5, B: true}
+		enc := testing.AllocsPerRun(1000, func() {
+			var err error
+			if buf, err = c.Append(buf[:0], v); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.LessOrEqual(t, enc, 1.0, "IgnoreJSONTags=%v: encode allocations", c.IgnoreJSONTags)
+		var out flat
+		dec := testing.AllocsPerRun(1000, func() {
+			if err := c.Decode(buf, &out); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.Zero(t, dec, "IgnoreJSONTags=%v: decode allocations", c.IgnoreJSONTags)
+		require.Equal(t, v, out)
+	}
 }
 
 func TestRawCopies(t *testing.T) {
@@ -51,4 +125,22 @@ func TestRawCopies(t *testing.T) {
 	var s string
 	require.NoError(t, codec.String{}.Decode([]byte("x"), &s))
 	require.Equal(t, "x", s)
+}
+
+// storedNames returns the field names v is stored under by c.
+func storedNames[T any](t *testing.T, c codec.Msgpack[T], v T) []string {
+	t.Helper()
+	data, err := c.Append(nil, v)
+	require.NoError(t, err)
+	dec := msgpack.NewDecoder(bytesReader(data))
+	n, err := dec.DecodeMapLen()
+	require.NoError(t, err)
+	var names []string
+	for range n {
+		k, err := dec.DecodeString()
+		require.NoError(t, err)
+		names = append(names, k)
+		require.NoError(t, dec.Skip())
+	}
+	return names
 }

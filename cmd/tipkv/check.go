@@ -33,18 +33,26 @@ Reads every key once and verifies that:
     kept version and the latest (Prune and PruneBefore drop the oldest
     versions, so versions may start above 1; a delete marker is a version);
   - every document version, feed event, queue message and dead letter
-    decodes as msgpack (skip that for collections, streams or queues that
-    use another codec with --raw), a document version being also allowed
-    to be a delete marker (the single byte c1), and every queue header and
+    decodes as msgpack or JSON (skip that for collections, streams or
+    queues that use another codec with --raw), a document version being
+    also allowed to be a delete marker (the single byte c1), and every
+    queue header and
     queue state parses;
   - no queue message lies below its queue's head (consumed messages are
     deleted), no head is past its tail, sequence numbers are >= 1, and no
     sequence number is both a message and a dead letter.
 
+A store check cannot read is unhealthy too: a read that fails (a corrupt
+sstable block, a missing file) is a problem of kind read, naming the
+family it was reading and the error, and check goes on with the next
+family; a store that does not open because its data is corrupt is
+reported the same way.
+
 Exit status 0 means healthy, 1 means problems were found (they are listed),
-2 means bad usage or the store could not be opened.`,
+2 means bad usage or the store could not be opened for another reason (it
+is missing, in use, or not a tipkv store).`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
-		raw := fs.String("raw", "", "comma-separated `NAMES` of collections, streams or queues whose values are not msgpack")
+		raw := fs.String("raw", "", "comma-separated `NAMES` of collections, streams or queues whose values are neither msgpack nor JSON")
 		max := fs.Int("max", 100, "list at most `N` problems (all are counted)")
 		return func(c *ctx, args []string) int {
 			if *max < 0 {
@@ -62,8 +70,9 @@ Exit status 0 means healthy, 1 means problems were found (they are listed),
 }
 
 type problem struct {
-	kind   string // key, value, format, versions, queue
-	key    key
+	kind   string // key, value, format, versions, queue, read
+	key    key    // raw is nil for a problem of no single key (read)
+	where  string // for a read problem: the key range being read
 	detail string
 }
 
@@ -88,8 +97,28 @@ type checker struct {
 func (ck *checker) add(kind string, k key, format string, args ...any) {
 	ck.count++
 	if len(ck.problems) < ck.max {
-		ck.problems = append(ck.problems, problem{kind, k, fmt.Sprintf(format, args...)})
+		ck.problems = append(ck.problems, problem{kind: kind, key: k, detail: fmt.Sprintf(format, args...)})
 	}
+}
+
+// readFailed records a read that failed while reading the keys of where
+// (a family name, or "store" when the store did not open).
+func (ck *checker) readFailed(where string, err error) {
+	ck.count++
+	if len(ck.problems) < ck.max {
+		ck.problems = append(ck.problems, problem{kind: "read", where: where, detail: err.Error()})
+	}
+}
+
+// safeVisit is visit that turns a panic while decoding a hostile key or
+// value into a problem: check reports what it cannot read, never crashes.
+func (ck *checker) safeVisit(k key, v []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			ck.add("value", k, "decoding failed: %v", r)
+		}
+	}()
+	ck.visit(k, v)
 }
 
 func (ck *checker) visit(k key, v []byte) {
@@ -167,21 +196,33 @@ func (ck *checker) version(k key) {
 }
 
 func check(c *ctx, dir string, raw map[string]bool, max int) int {
-	s, code := c.openStore(dir, false)
-	if s == nil {
-		return code
+	ck := &checker{raw: raw, max: max, queueHeads: map[string]int64{}}
+	s, err := openStore(dir, false)
+	switch {
+	case errors.Is(err, tipkv.ErrCorrupt):
+		// The store is there, and unreadable: that is check's verdict,
+		// not a failure to run.
+		ck.readFailed("store", err)
+		return ck.report(c)
+	case err != nil:
+		return c.openFailed(dir, err)
 	}
 	defer s.close()
 
-	ck := &checker{raw: raw, max: max, queueHeads: map[string]int64{}}
-	err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
-		ck.visit(decodeKey(k), v)
-		return nil
-	})
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
+	// Family by family, so that a read error in one does not hide the
+	// others.
+	metaRead := true
+	for _, r := range keyRanges() {
+		err := s.scan(r.lo, r.hi, func(k, v []byte) error {
+			ck.safeVisit(decodeKey(k), v)
+			return nil
+		})
+		if err != nil {
+			ck.readFailed(r.name, err)
+			metaRead = metaRead && r.name != "meta"
+		}
 	}
-	if !ck.sawFormat {
+	if !ck.sawFormat && metaRead {
 		ck.add("format", decodeKey(codec.AppendString([]byte{byte(codec.FamilyMeta)}, "format")), "no format key")
 	}
 	// Queue items below their queue's head.
@@ -194,7 +235,7 @@ func check(c *ctx, dir string, raw map[string]bool, max int) int {
 			return nil
 		})
 		if err != nil {
-			return c.failf(exitFail, "%v", err)
+			ck.readFailed("queue-items", err)
 		}
 	}
 
@@ -205,18 +246,28 @@ func check(c *ctx, dir string, raw map[string]bool, max int) int {
 		case err == nil:
 			ck.add("queue", d, "sequence number %d is both a message and a dead letter", d.num)
 		case !errors.Is(err, storage.ErrNotFound):
-			return c.failf(exitFail, "%v", err)
+			ck.readFailed("queue-items", err)
 		}
 	}
+	return ck.report(c)
+}
 
+// report writes the checker's verdict and returns the exit status: 0 when
+// healthy, 1 when not.
+func (ck *checker) report(c *ctx) int {
+	var err error
 	healthy := ck.count == 0
 	if c.json {
 		list := []any{}
 		for _, p := range ck.problems {
 			obj := object{{"kind", p.kind}}
-			obj = append(obj, p.key.fields()...)
-			obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.key.raw)}, field{"detail", p.detail})
-			list = append(list, obj)
+			if p.key.raw == nil {
+				obj = append(obj, field{"family", p.where})
+			} else {
+				obj = append(obj, p.key.fields()...)
+				obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.key.raw)})
+			}
+			list = append(list, append(obj, field{"detail", p.detail}))
 		}
 		err = writeJSON(c.stdout, object{
 			{"healthy", healthy}, {"keys", ck.keys}, {"documents", ck.docs}, {"events", ck.events},
@@ -226,6 +277,10 @@ func check(c *ctx, dir string, raw map[string]bool, max int) int {
 		if len(ck.problems) > 0 {
 			t := newTable(c.stdout, "PROBLEM", "FAMILY", "KEY", "DETAIL")
 			for _, p := range ck.problems {
+				if p.key.raw == nil {
+					t.row(p.kind, p.where, "-", p.detail)
+					continue
+				}
 				t.row(p.kind, familyName(p.key.raw0()), p.key.text(), p.detail)
 			}
 			err = t.flush()

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
@@ -99,8 +104,92 @@ func TestCheckMissingFormatKey(t *testing.T) {
 		require.NoError(t, b.Close())
 	})
 	// A store whose marker says it was created but whose format key is
-	// gone has lost its data: it is refused before check can look.
-	_, errOut, code := cli(t, "check", dir)
-	require.Equal(t, exitUsage, code)
-	require.Contains(t, errOut, "lost its data")
+	// gone has lost its data: it does not open, and check says it is
+	// unhealthy (corrupt), not that it could not run.
+	out, errOut, code := cli(t, "check", dir)
+	require.Equal(t, exitFail, code)
+	require.Empty(t, errOut)
+	require.Regexp(t, `(?m)^read +store +- +.*lost its data`, out)
+	require.Contains(t, out, "checked 0 keys (0 documents, 0 events, 0 queue messages): 1 problem(s)\n")
+}
+
+// corruptStore writes a store of one sstable whose middle holds versions
+// (meta keys come first, feed events last), and returns a copy of it with
+// one byte flipped at offset off of the sstable (negative: from the end).
+func corruptStore(t *testing.T, off int) string {
+	t.Helper()
+	dir := writeStore(t, func(db *tipkv.DB) {
+		for i := range 5 {
+			set(t, db, fkey("clicks", t0.Add(time.Duration(i)*time.Minute).UnixNano()), mp(t, i))
+		}
+		for v := int64(1); v <= 2000; v++ {
+			set(t, db, vkey("c", "d", v), mp(t, fmt.Sprintf("%x", v*v*v*7919)))
+		}
+		require.NoError(t, db.Compact())
+	})
+	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	require.NoError(t, err)
+	require.Len(t, ssts, 1)
+	b, err := os.ReadFile(ssts[0])
+	require.NoError(t, err)
+	require.Greater(t, len(b), 16<<10, "several data blocks")
+	if off < 0 {
+		off += len(b)
+	}
+	b[off] ^= 0xff
+	require.NoError(t, os.WriteFile(ssts[0], b, 0o644))
+	return dir
+}
+
+// A store check cannot read is unhealthy, with exit status 1 and the
+// error, never a crash: a corrupt data block fails the read of its
+// family, and the other families are still checked.
+func TestCheckCorruptBlock(t *testing.T) {
+	dir := corruptStore(t, 20<<10)
+	out, errOut, code := cli(t, "check", dir)
+	require.Equal(t, exitFail, code, "%s%s", out, errOut)
+	require.Empty(t, errOut)
+	require.Regexp(t, `(?m)^read +versions +- +tipkv: corrupt data: .*checksum mismatch.*\.sst`, out)
+	require.Regexp(t, `(?m)^checked \d+ keys \(1 documents, 5 events, 0 queue messages\): 1 problem\(s\)$`, out, "the feed after the versions is checked")
+
+	out, _, code = cli(t, "check", "--json", dir)
+	require.Equal(t, exitFail, code)
+	m := jsonOf(t, out)
+	require.Equal(t, false, m["healthy"])
+	require.EqualValues(t, 5, m["events"])
+	p := m["problems"].([]any)[0].(map[string]any)
+	require.Equal(t, map[string]any{"kind": "read", "family": "versions", "detail": p["detail"]}, p)
+	require.Contains(t, p["detail"], "corrupt data")
+}
+
+// A corrupt sstable footer fails Open itself: check, run as its own
+// process, reports the store unhealthy with exit status 1; it neither
+// exits from inside Pebble nor panics.
+func TestCheckCorruptFooterBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := corruptStore(t, -20)
+	cmd := exec.Command(tipkvBinary(t), "check", "--json", dir)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, exitFail, exit.ExitCode(), "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	require.Empty(t, errOut.String())
+	m := jsonOf(t, out.String())
+	require.Equal(t, false, m["healthy"])
+	p := m["problems"].([]any)[0].(map[string]any)
+	require.Equal(t, "read", p["kind"])
+	require.Equal(t, "store", p["family"])
+	require.Contains(t, p["detail"], "footer corrupted")
+
+	// Every other command says the store is corrupt, exit status 2.
+	cmd = exec.Command(tipkvBinary(t), "stats", "--json", dir)
+	errOut.Reset()
+	cmd.Stderr = &errOut
+	require.ErrorAs(t, cmd.Run(), &exit)
+	require.Equal(t, exitUsage, exit.ExitCode())
+	require.Equal(t, "corrupt", jsonOf(t, errOut.String())["kind"])
 }

@@ -26,8 +26,10 @@ which span every family, so it is often the longest. It can take long on a
 large store.
 
 compact opens the store for writing: stop the process that uses the store
-first. Disk usage falls as Pebble deletes the old files, which may finish
-shortly after the command returns.`,
+first. It never creates a store: a missing or empty DIR is refused. Pebble
+deletes the files a compaction made obsolete in the background; compact
+waits for that (it closes the store, which waits, and reopens it to
+measure), so the size after is what is on disk when it returns.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
 		return func(c *ctx, args []string) int { return compact(c, args[0]) }
 	},
@@ -61,19 +63,16 @@ func ticker(c *ctx, name string, start time.Time) (stop func()) {
 }
 
 type compactStep struct {
-	name    string
-	lo, hi  []byte
+	keyRange
 	elapsed time.Duration
 }
 
 func compactSteps() []*compactStep {
 	var steps []*compactStep
-	for _, f := range families {
-		lo, hi := familyRange(f.id)
-		steps = append(steps, &compactStep{name: f.name, lo: lo, hi: hi})
+	for _, r := range keyRanges() {
+		steps = append(steps, &compactStep{keyRange: r})
 	}
-	last := families[len(families)-1].id
-	return append(steps, &compactStep{name: "other", lo: []byte{byte(last) + 1}, hi: keyspaceEnd})
+	return steps
 }
 
 // engine is what compact asks of the Pebble store beyond storage.Store.
@@ -105,13 +104,18 @@ func compact(c *ctx, dir string) int {
 	if s == nil {
 		return code
 	}
-	defer s.close()
+	defer func() {
+		if s != nil {
+			s.close()
+		}
+	}()
 
 	start := time.Now()
+	before := s.db.DiskUsage()
 	if err := s.db.Flush(); err != nil {
 		return c.failf(exitFail, "flush: %v", err)
 	}
-	before, tombsBefore := s.db.DiskUsage(), tombstones(s)
+	tombsBefore := tombstones(s) // the memtable's too, now in an sstable
 	fmt.Fprintf(c.stderr, "compacting %s: %s on disk\n", dir, size(before))
 	steps := compactSteps()
 	for i, st := range steps {
@@ -132,6 +136,18 @@ func compact(c *ctx, dir string) int {
 		}
 		st.elapsed = time.Since(t)
 		fmt.Fprintf(c.stderr, "done in %s\n", st.elapsed.Round(time.Millisecond))
+	}
+
+	// Pebble deletes the files a compaction made obsolete in the
+	// background, paced, after Compact returns; until then they count in
+	// its disk usage. Close waits for every pending deletion, so the size
+	// after is read from the store reopened, as a later stats would.
+	if err := s.db.Close(); err != nil {
+		s = nil
+		return c.failf(exitFail, "close: %v", err)
+	}
+	if s, code = c.openStore(dir, false); s == nil {
+		return code
 	}
 	after, tombsAfter := s.db.DiskUsage(), tombstones(s)
 	elapsed := time.Since(start)

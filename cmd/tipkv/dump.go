@@ -13,21 +13,31 @@ var dumpCommand = &command{
 	help: `
 Lists the store's keys in key order, each decoded into its parts (family,
 collection, id, version; stream, position; queue, seq; meta name), and each
-value decoded from msgpack into JSON. Queue items and dead letters show
+value decoded from msgpack into JSON (a value stored as JSON, by
+codec.JSON, is shown as it is). Queue items and dead letters show
 their header (attempts, times) before the payload, queue states their head
 and tail. A key tipkv did not write is shown in hex, and so is a value that
 does not decode.
 
 --family keeps one family (meta, versions, queue-items, queue-state, feed,
-dead-letters, or its number); --prefix keeps the keys whose first part
-(collection, stream, queue or meta name) begins with P. --hex shows keys and
-values as raw hex in tables, and adds key_hex and value_hex in JSON.
+dead-letters, or its number).
+
+--prefix P keeps the keys whose name begins with P, in every family (or
+the one --family names): the collection of a document version, the stream
+of a feed event, the queue of a queue message, queue state or dead letter,
+the name of a meta key. P is compared byte for byte with the start of the
+name: case matters, there are no wildcards, and document ids are not
+matched (tipkv history shows one document). "--prefix orders" keeps the
+collection orders, a stream orders-audit and a queue orders-out alike.
+
+--hex shows keys and values as raw hex in tables, and adds key_hex and
+value_hex in JSON.
 
 With --json, dump writes one JSON object per line (JSON Lines), so that a
 large store streams. Tables cut long values; JSON never does.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
 		fam := fs.String("family", "", "only keys of family `F` (name or number)")
-		prefix := fs.String("prefix", "", "only keys whose first part begins with `P`")
+		prefix := fs.String("prefix", "", "only keys whose collection, stream, queue or meta name begins with `P`")
 		rawHex := fs.Bool("hex", false, "show raw keys and values in hex")
 		limit := fs.Int("n", 0, "stop after `N` keys; 0 shows all")
 		return func(c *ctx, args []string) int {

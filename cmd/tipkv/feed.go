@@ -15,8 +15,8 @@ var feedCommand = &command{
 	summary: "show the events of one stream, newest first",
 	help: `
 Shows the newest events of STREAM, newest first: their position (Unix
-nanoseconds), its time in UTC, and the value decoded from msgpack (hex when
-it is not msgpack).
+nanoseconds), its time in UTC, and the value decoded from msgpack or JSON
+(hex when it is neither).
 
 --since T keeps the events at or after T, where T is an RFC 3339 time
 (2025-01-02T15:04:05Z), a duration back from now (90m, 24h), or a position
@@ -69,7 +69,7 @@ func feed(c *ctx, dir, stream string, n int, since int64) int {
 		return c.failf(exitFail, "%v", err)
 	}
 	if !found {
-		return c.failf(exitFail, "stream %q has no events", stream)
+		return c.notFoundf("stream %q has no events", stream)
 	}
 
 	if c.json {

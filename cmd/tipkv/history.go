@@ -16,7 +16,7 @@ var historyCommand = &command{
 	summary: "show the versions of one document, newest first",
 	help: `
 Shows the versions of document ID in COLLECTION, newest first, with their
-values decoded from msgpack (hex when a value is not msgpack). With --as-of V
+values decoded from msgpack or JSON (hex when a value is neither). With --as-of V
 it starts at the version that was latest when version V was written: the
 greatest version <= V.
 
@@ -63,7 +63,7 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 		return c.failf(exitFail, "%v", err)
 	}
 	if !found {
-		return c.failf(exitFail, "collection %q has no document %q", coll, id)
+		return c.notFoundf("collection %q has no document %q", coll, id)
 	}
 
 	if c.json {
@@ -156,11 +156,4 @@ func optInt(fs *flag.FlagSet, name, usage string) *optionalInt {
 		return nil
 	})
 	return o
-}
-
-// usagef reports bad usage of the running command and returns exitUsage.
-func (c *ctx) usagef(format string, args ...any) int {
-	c.failf(exitUsage, format, args...)
-	fmt.Fprintf(c.stderr, "usage: %s\nRun 'tipkv %s --help' for more.\n", synopsis(c.cmd), c.cmd.name)
-	return exitUsage
 }

@@ -73,6 +73,26 @@ func familyRange(f codec.Family) (lo, hi []byte) {
 	return []byte{byte(f)}, []byte{byte(f) + 1}
 }
 
+// keyRange is the keys of one family, or of every family tipkv does not
+// write ("other").
+type keyRange struct {
+	name   string
+	lo, hi []byte
+}
+
+// keyRanges splits the key space into one range per family, in key order,
+// then the rest: together they hold every key a scan of [keyspaceStart,
+// keyspaceEnd) reads.
+func keyRanges() []keyRange {
+	var out []keyRange
+	for _, f := range families {
+		lo, hi := familyRange(f.id)
+		out = append(out, keyRange{f.name, lo, hi})
+	}
+	last := families[len(families)-1].id
+	return append(out, keyRange{"other", []byte{byte(last) + 1}, keyspaceEnd})
+}
+
 // keyspaceStart and keyspaceEnd bound a scan of every key: [0x00, 0xFF*64)
 // holds every key tipkv writes, and every other key but the empty one and
 // those that start with 64 0xFF bytes. (An empty lower bound would reach the

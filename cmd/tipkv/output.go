@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -73,16 +74,26 @@ func truncate(s string) string {
 // hexCell renders raw bytes for a table, cut at maxCell.
 func hexCell(b []byte) string { return truncate("0x" + hex.EncodeToString(b)) }
 
-// decoded is a value as the commands show it: decoded from msgpack, or the
-// reason it did not decode.
+// decoded is a value as the commands show it: decoded from msgpack, taken
+// as it is when it is JSON (codec.JSON), or the reason it did not decode.
 type decoded struct {
 	value any
 	err   error
 	raw   []byte
+	json  bool // the value is JSON, not msgpack
 }
 
+// decode decodes a stored value: msgpack first (the default codec), else
+// JSON. The two overlap only on a JSON number of one digit, which is also
+// a whole msgpack value (the integers 48 to 57): it shows as msgpack.
 func decode(raw []byte) decoded {
 	v, err := decodeValue(raw)
+	if err != nil && json.Valid(raw) {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true}
+		}
+	}
 	return decoded{value: v, err: err, raw: raw}
 }
 
@@ -90,16 +101,20 @@ func decode(raw []byte) decoded {
 // decode.
 func (d decoded) cell() string {
 	if d.err != nil {
-		return hexCell(d.raw) + " (not msgpack)"
+		return hexCell(d.raw) + " (neither msgpack nor JSON)"
 	}
 	return valueCell(d.value)
 }
 
-// fields renders d for JSON: "value", or "value_hex" and "value_error"
-// when it did not decode.
+// fields renders d for JSON: "value" (and "value_encoding": "json" when it
+// was stored as JSON), or "value_hex" and "value_error" when it did not
+// decode.
 func (d decoded) fields() object {
 	if d.err != nil {
 		return object{{"value_hex", hex.EncodeToString(d.raw)}, {"value_error", d.err.Error()}}
+	}
+	if d.json {
+		return object{{"value", d.value}, {"value_encoding", "json"}}
 	}
 	return object{{"value", d.value}}
 }

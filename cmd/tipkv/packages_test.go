@@ -112,8 +112,8 @@ func TestQueue(t *testing.T) {
 	dir := realStore(t)
 	out := cliOK(t, "queue", dir, "jobs")
 	require.Regexp(t, `(?m)^queue +jobs$`, out)
-	require.Regexp(t, `(?m)^head +5 +oldest sequence number not yet consumed$`, out)
-	require.Regexp(t, `(?m)^tail +8 +sequence number of the next enqueue$`, out)
+	require.Regexp(t, `(?m)^head +5 +the oldest sequence number not yet consumed$`, out)
+	require.Regexp(t, `(?m)^tail +8 +the sequence number the next enqueue gets$`, out)
 	require.Regexp(t, `(?m)^depth +3 +messages in the queue, 1 of them delayed$`, out)
 	require.Regexp(t, `(?m)^dead +2 +dead letters$`, out)
 	require.Regexp(t, `(?m)^SEQ +ATTEMPTS +ENQUEUED +VALUE$`, out)
@@ -162,4 +162,25 @@ func TestQueue(t *testing.T) {
 		_, _, code = cli(t, append([]string{"queue", dir, "jobs"}, bad...)...)
 		require.Equal(t, exitUsage, code, "%v", bad)
 	}
+}
+
+// stats and queue give a queue the same head, tail and depth: one
+// definition, the queue package's. The tail is the sequence number the
+// next enqueue gets, not the newest message's (which stats showed before:
+// 7 against queue's 8 here).
+func TestStatsAndQueueAgree(t *testing.T) {
+	dir := realStore(t)
+	q := jsonOf(t, cliOK(t, "queue", "--json", dir, "jobs"))
+	st := jsonOf(t, cliOK(t, "stats", "--json", dir))
+	sq := st["queues"].([]any)[0].(map[string]any)
+	require.Equal(t, "jobs", sq["queue"])
+	for _, f := range []string{"head", "tail", "depth", "dead"} {
+		require.Equal(t, q[f], sq[f], f)
+	}
+	require.EqualValues(t, 8, sq["tail"])
+
+	out := cliOK(t, "stats", dir)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD$`, out)
+	require.Regexp(t, `(?m)^jobs +3 +5 +8 +2$`, out)
+	require.Contains(t, out, "head: the oldest sequence number not yet consumed; tail: the sequence number the next enqueue gets.\n")
 }

@@ -18,10 +18,11 @@ var queueCommand = &command{
 	summary: "show a queue's state and next messages; list, requeue or discard dead letters",
 	help: `
 Shows queue NAME: its head (the oldest sequence number not yet consumed),
-its tail (the sequence number the next enqueue gets), its depth (messages
-in the queue), how many of them are delayed, and its dead letters; then the
+its tail (the sequence number the next enqueue gets; stats shows the
+same), its depth (messages in the queue), how many of them are delayed,
+and its dead letters; then the
 next -n messages a Receive would deliver (a peek: nothing changes), their
-values decoded from msgpack (hex when a value is not msgpack).
+values decoded from msgpack or JSON (hex when a value is neither).
 
 --dead lists the dead letters instead: messages delivered MaxAttempts times
 without an Ack, or whose stored bytes were corrupt.
@@ -63,6 +64,14 @@ Exits 1 when the store has no queue NAME.`,
 		}
 	},
 }
+
+// What a queue's head and tail are, in the words stats and queue both
+// print: one definition, from the queue package's Stats.
+const (
+	headLegend  = "the oldest sequence number not yet consumed"
+	tailLegend  = "the sequence number the next enqueue gets"
+	queueLegend = "head: " + headLegend + "; tail: " + tailLegend + "."
+)
 
 type queueOp struct {
 	limit  int
@@ -113,7 +122,7 @@ func queueCmd(c *ctx, dir, name string, op queueOp) int {
 	if ok, err := s.queueExists(name); err != nil {
 		return c.failf(exitFail, "%v", err)
 	} else if !ok {
-		return c.failf(exitFail, "the store has no queue %q", name)
+		return c.notFoundf("the store has no queue %q", name)
 	}
 	// Raw bytes, not T: the payload is decoded generically below. No
 	// attempt limit: a peek never moves anything anyway.
@@ -186,8 +195,8 @@ func queueCmd(c *ctx, dir, name string, op queueOp) int {
 		}
 		t := newTable(c.stdout)
 		t.row("queue", quoteIfNeeded(name))
-		t.row("head", st.Head, "oldest sequence number not yet consumed")
-		t.row("tail", st.Tail, "sequence number of the next enqueue")
+		t.row("head", st.Head, headLegend)
+		t.row("tail", st.Tail, tailLegend)
 		t.row("depth", st.Len, fmt.Sprintf("messages in the queue, %d of them delayed", delayed))
 		t.row("dead", deadCount, "dead letters")
 		_ = t.flush()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
 )
 
 func TestDump(t *testing.T) {
@@ -46,6 +47,29 @@ func TestDumpFilters(t *testing.T) {
 	require.Equal(t, 4, count("--prefix", "jobs"), "two items, the state and a dead letter")
 	require.Equal(t, 3, count("-n", "3"))
 	require.Equal(t, 2, count("--prefix", "jobs", "-n", "2"))
+	require.Equal(t, 5, count("--prefix", "cl"), "stream names match")
+	require.Equal(t, 4, count("--prefix", "j"), "queue names match: items, state, dead letter")
+	require.Equal(t, 1, count("--prefix", "f", "--family", "meta"), "meta names match")
+	require.Equal(t, 0, count("--prefix", "alice"), "document ids do not")
+	require.Equal(t, 0, count("--prefix", "Users"), "case matters")
+
+	// One prefix reaches every family whose name begins with it.
+	dir = writeStore(t, func(db *tipkv.DB) {
+		enq := t0.UnixNano()
+		set(t, db,
+			vkey("orders", "o-1", 1), mp(t, 1),
+			fkey("orders-audit", 5), mp(t, "placed"),
+			qkey(codec.FamilyQueueItems, "orders-out", 1), qvalue(t, queueItemTag, 0, enq, 0, "o-1"),
+			segPrefix(codec.FamilyQueueState, "orders-out"), qstate(1, 2),
+			qkey(codec.FamilyDeadLetters, "orders-out", 0), qvalue(t, queueDeadTag, 3, enq, enq, "o-0"),
+			vkey("other", "orders", 1), mp(t, 2),
+		)
+	})
+	var fams []string
+	for _, r := range jsonLines(t, cliOK(t, "dump", "--json", dir, "--prefix", "orders")) {
+		fams = append(fams, r["family"].(string))
+	}
+	require.Equal(t, []string{"versions", "queue-items", "queue-state", "feed", "dead-letters"}, fams)
 
 	rec := jsonLines(t, cliOK(t, "dump", "--json", "--hex", dir, "--family", "meta"))[0]
 	require.Equal(t, "00666f726d61740001", rec["key_hex"])
@@ -69,7 +93,7 @@ func TestDumpForeignData(t *testing.T) {
 	require.Contains(t, out, "0x0978")
 	require.Contains(t, out, "0xdead")
 	require.Regexp(t, `versions +0x016300 +0x76\n`, out)
-	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(not msgpack\)\n`, out)
+	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(neither msgpack nor JSON\)\n`, out)
 	require.Regexp(t, `versions +c \| "\\xff" \| 1 +"AQID"\n`, out)
 
 	recs := jsonLines(t, cliOK(t, "dump", "--json", dir))
@@ -177,8 +201,8 @@ func TestStats(t *testing.T) {
 	require.Regexp(t, `(?m)^users +2 +4$`, out)
 	require.Regexp(t, `(?m)^orders +1 +1$`, out)
 	require.Regexp(t, `(?m)^clicks +5 +2025-03-01T12:00:00Z +2025-03-01T12:04:00Z$`, out)
-	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD +STATE HEAD +STATE TAIL$`, out)
-	require.Regexp(t, `(?m)^jobs +2 +3 +4 +1 +3 +5$`, out)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD$`, out)
+	require.Regexp(t, `(?m)^jobs +2 +3 +5 +1$`, out)
 	require.Contains(t, out, "no sstables yet: every key is in the memtable", "the sample store was never flushed")
 
 	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
@@ -191,7 +215,7 @@ func TestStats(t *testing.T) {
 		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},
 	}, m["collections"])
 	require.Equal(t, []any{map[string]any{
-		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 4.0, "dead": 1.0,
+		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 5.0, "dead": 1.0,
 		"state": map[string]any{"head": 3.0, "tail": 5.0},
 	}}, m["queues"])
 	lsm := m["lsm"].(map[string]any)
@@ -221,4 +245,21 @@ func TestStatsTombstones(t *testing.T) {
 	out := cliOK(t, "stats", dir)
 	require.Regexp(t, `(?m)^LEVEL +TABLES +SIZE +SCORE +ENTRIES +POINT TOMBSTONES +RANGE TOMBSTONES\nL0 +1 +`, out, "empty levels are left out")
 	require.Regexp(t, `(?m)^total +1 +\S+ \S+ +\d+ +1 +1$`, out)
+}
+
+// A queue that does not open (here its state key is corrupt) is listed
+// with the error, and stats exits 1 after printing the rest.
+func TestStatsBrokenQueue(t *testing.T) {
+	dir := writeStore(t, func(db *tipkv.DB) {
+		set(t, db, segPrefix(codec.FamilyQueueState, "bad"), []byte{0x01, 0x80})
+	})
+	out, errOut, code := cli(t, "stats", dir)
+	require.Equal(t, exitFail, code)
+	require.Regexp(t, `(?m)^bad +- +- +- +0 +queue "bad": .*corrupt`, out)
+	require.Contains(t, errOut, "tipkv check lists the problems")
+	out, errOut, code = cli(t, "stats", "--json", dir)
+	require.Equal(t, exitFail, code)
+	q := jsonOf(t, out)["queues"].([]any)[0].(map[string]any)
+	require.Contains(t, q["error"], "corrupt")
+	require.Equal(t, "corrupt", jsonOf(t, errOut)["kind"])
 }

@@ -18,7 +18,8 @@ type record struct {
 	// header holds the fields that precede a value's payload: a queue
 	// item's attempts and times, a queue state's head and tail.
 	header object
-	// value is the payload decoded from msgpack, or why it did not decode.
+	// value is the payload decoded from msgpack (or JSON), or why it did
+	// not decode.
 	value decoded
 	// msgpack says whether the family's values are msgpack, so that a value
 	// that does not decode is a problem. Meta values and keys of unknown
@@ -126,7 +127,7 @@ func (r record) fields(raw bool) object {
 	case r.value.err != nil:
 		return append(obj, valueHex, field{"value_error", r.value.err.Error()})
 	case r.key.fam.id != codec.FamilyQueueState:
-		obj = append(obj, field{"value", r.value.value})
+		obj = append(obj, r.value.fields()...)
 	}
 	if raw {
 		obj = append(obj, valueHex)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/tipkv/tipkv"
 )
 
 // Exit statuses.
@@ -36,7 +38,7 @@ type ctx struct {
 func commands() []*command {
 	return []*command{
 		statsCommand, dumpCommand, historyCommand, feedCommand,
-		queueCommand, checkCommand, compactCommand,
+		queueCommand, checkCommand, compactCommand, versionCommand,
 	}
 }
 
@@ -56,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		mainUsage(stderr)
 		return exitUsage
 	}
+	// Errors found before the flags are parsed honour --json too.
+	early := &ctx{stdout: stdout, stderr: stderr, json: wantsJSON(args)}
 	switch args[0] {
 	case "-h", "-help", "--help":
 		mainUsage(stdout)
@@ -67,9 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		cmd := lookupCommand(args[1])
 		if cmd == nil {
-			fmt.Fprintf(stderr, "tipkv: unknown command %q\n\n", args[1])
-			mainUsage(stderr)
-			return exitUsage
+			return early.unknownCommand(args[1])
 		}
 		fs, _, _ := newFlagSet(cmd)
 		commandHelp(stdout, cmd, fs)
@@ -77,10 +79,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd := lookupCommand(args[0])
 	if cmd == nil {
-		fmt.Fprintf(stderr, "tipkv: unknown command %q\n\n", args[0])
-		mainUsage(stderr)
-		return exitUsage
+		return early.unknownCommand(args[0])
 	}
+	early.cmd = cmd
 	fs, jsonOut, runCmd := newFlagSet(cmd)
 	pos, err := parseInterspersed(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
@@ -91,11 +92,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("want %d arguments (%s), have %d", len(cmd.args), strings.Join(cmd.args, " "), len(pos))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "tipkv %s: %v\n", cmd.name, err)
-		fmt.Fprintf(stderr, "usage: %s\nRun 'tipkv %s --help' for more.\n", synopsis(cmd), cmd.name)
-		return exitUsage
+		return early.usagef("%v", err)
 	}
 	return runCmd(&ctx{cmd: cmd, stdout: stdout, stderr: stderr, json: *jsonOut}, pos)
+}
+
+// wantsJSON reports whether args ask for --json, before "--".
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-json", "--json", "-json=true", "--json=true", "-json=1", "--json=1":
+			return true
+		}
+	}
+	return false
 }
 
 func newFlagSet(cmd *command) (*flag.FlagSet, *bool, func(*ctx, []string) int) {
@@ -142,7 +154,7 @@ func isBoolFlag(f *flag.Flag) bool {
 }
 
 func synopsis(cmd *command) string {
-	return fmt.Sprintf("tipkv %s [flags] %s", cmd.name, strings.Join(cmd.args, " "))
+	return strings.TrimSpace(fmt.Sprintf("tipkv %s [flags] %s", cmd.name, strings.Join(cmd.args, " ")))
 }
 
 func mainUsage(w io.Writer) {
@@ -150,6 +162,7 @@ func mainUsage(w io.Writer) {
 
 Usage:
   tipkv COMMAND [flags] DIR [arguments]
+  tipkv version [flags]
 
 Commands:
 `)
@@ -159,7 +172,10 @@ Commands:
 	fmt.Fprint(w, `
 Every command takes --help and --json; flags may follow the arguments.
 Only compact and queue --requeue/--discard write; the rest open read-only.
+No command creates a store: a missing or empty DIR is refused.
 Exit status: 0 ok, 1 failed or unhealthy (check), 2 bad usage or cannot open.
+With --json an error is one JSON object on a line of stderr:
+  {"error": "...", "kind": "in_use", "command": "stats", "exit_status": 2}
 Run 'tipkv COMMAND --help' for a command's flags.
 `)
 }
@@ -182,9 +198,85 @@ func commandHelp(w io.Writer, cmd *command, fs *flag.FlagSet) {
 	})
 }
 
-// failf reports a failure of the running command on stderr and returns
-// code.
-func (c *ctx) failf(code int, format string, args ...any) int {
-	fmt.Fprintf(c.stderr, "tipkv %s: %s\n", c.cmd.name, fmt.Sprintf(format, args...))
+// Error kinds, the "kind" of a JSON error object.
+const (
+	kindUsage    = "usage"       // bad usage (exit status 2)
+	kindInUse    = "in_use"      // the store is open in another process (2)
+	kindNoStore  = "no_store"    // no store at the path: missing or empty (2)
+	kindFormat   = "not_a_store" // not a tipkv store, or a newer format (2)
+	kindCorrupt  = "corrupt"     // stored data does not read or decode (2 at open, else 1)
+	kindOpen     = "open"        // the store did not open for another reason (2)
+	kindNotFound = "not_found"   // no such document, stream or queue (1)
+	kindFailed   = "failed"      // the command failed (1)
+)
+
+// fail reports that the running command failed, and returns code. As
+// text: "tipkv CMD: message" on stderr. With --json: one JSON object on a
+// line of stderr,
+//
+//	{"error":"message","kind":"failed","command":"CMD","exit_status":1}
+//
+// where kind is one of the kind constants.
+func (c *ctx) fail(code int, kind, msg string) int {
+	name := ""
+	if c.cmd != nil {
+		name = c.cmd.name
+	}
+	if c.json {
+		obj := object{{"error", msg}, {"kind", kind}}
+		if name != "" {
+			obj = append(obj, field{"command", name})
+		}
+		b, err := marshal(append(obj, field{"exit_status", code}))
+		if err != nil { // cannot happen: every field is a string or an int
+			b = []byte(fmt.Sprintf(`{"error":%q}`, msg))
+		}
+		fmt.Fprintf(c.stderr, "%s\n", b)
+		return code
+	}
+	prefix := "tipkv"
+	if name != "" {
+		prefix += " " + name
+	}
+	fmt.Fprintf(c.stderr, "%s: %s\n", prefix, msg)
 	return code
+}
+
+// failf reports a failure of the running command and returns code. Its
+// kind is "corrupt" when an error among args matches tipkv.ErrCorrupt,
+// else "failed".
+func (c *ctx) failf(code int, format string, args ...any) int {
+	kind := kindFailed
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, tipkv.ErrCorrupt) {
+			kind = kindCorrupt
+		}
+	}
+	return c.fail(code, kind, fmt.Sprintf(format, args...))
+}
+
+// notFoundf reports that what the command was asked about does not exist,
+// with exit status 1.
+func (c *ctx) notFoundf(format string, args ...any) int {
+	return c.fail(exitFail, kindNotFound, fmt.Sprintf(format, args...))
+}
+
+// usagef reports bad usage of the running command and returns exitUsage.
+// As text the command's synopsis follows.
+func (c *ctx) usagef(format string, args ...any) int {
+	c.fail(exitUsage, kindUsage, fmt.Sprintf(format, args...))
+	if !c.json {
+		fmt.Fprintf(c.stderr, "usage: %s\nRun 'tipkv %s --help' for more.\n", synopsis(c.cmd), c.cmd.name)
+	}
+	return exitUsage
+}
+
+// unknownCommand reports a command name tipkv does not have.
+func (c *ctx) unknownCommand(name string) int {
+	c.fail(exitUsage, kindUsage, fmt.Sprintf("unknown command %q", name))
+	if !c.json {
+		fmt.Fprintln(c.stderr)
+		mainUsage(c.stderr)
+	}
+	return exitUsage
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestCommandHelp(t *testing.T) {
 	for _, c := range commands() {
 		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {"help", c.name}, {c.name, "some-dir", "--help"}} {
 			out := cliOK(t, args...)
-			require.Contains(t, out, "usage: tipkv "+c.name+" [flags] "+strings.Join(c.args, " "), "%v", args)
+			require.Contains(t, out, strings.TrimSpace("usage: tipkv "+c.name+" [flags] "+strings.Join(c.args, " ")), "%v", args)
 			require.Contains(t, out, "--json")
 			require.Contains(t, out, c.summary)
 		}
@@ -85,39 +86,47 @@ func TestFlagsAnywhere(t *testing.T) {
 }
 
 // A store that is missing, empty or not a tipkv store is refused with
-// exit status 2 and a sentence, never a stack trace; nothing is created.
+// exit status 2 and a sentence, never a stack trace; nothing is created,
+// by the commands that read and by those that write (compact, queue
+// --requeue and --discard).
 func TestOpenErrors(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none")
 	empty := t.TempDir()
 	foreign := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644))
+	var runs [][]string
 	for _, c := range commands() {
+		if len(c.args) == 0 || c.args[0] != "DIR" {
+			continue // version
+		}
 		args := []string{c.name}
 		for range c.args {
 			args = append(args, "x")
 		}
+		runs = append(runs, args)
+	}
+	runs = append(runs, []string{"queue", "x", "jobs", "--requeue", "all"}, []string{"queue", "x", "jobs", "--discard", "1"})
+	for _, args := range runs {
 		for dir, want := range map[string]string{
 			missing: "no tipkv store there",
 			empty:   "no tipkv store there",
-			foreign: "is not a tipkv store",
+			foreign: "not a tipkv store",
 		} {
-			if c.name == "compact" && dir != foreign {
-				continue // compact opens for writing: tested below
-			}
 			args[1] = dir
 			out, errOut, code := cli(t, args...)
 			require.Equal(t, exitUsage, code, "%v: %s", args, errOut)
 			require.Empty(t, out)
-			require.Contains(t, errOut, "tipkv "+c.name+": ")
+			require.Contains(t, errOut, "tipkv "+args[0]+": ")
 			require.Contains(t, errOut, want, "%v", args)
 			require.NotContains(t, errOut, "goroutine")
+
+			_, err := os.Stat(missing)
+			require.True(t, os.IsNotExist(err), "%v must not create the store", args)
+			entries, err := os.ReadDir(empty)
+			require.NoError(t, err)
+			require.Empty(t, entries, "%v must not create the store", args)
 		}
 	}
-	_, err := os.Stat(missing)
-	require.True(t, os.IsNotExist(err), "a read command must not create the store")
-	entries, err := os.ReadDir(empty)
-	require.NoError(t, err)
-	require.Empty(t, entries, "a read command must not create the store")
 }
 
 // The store held by another tipkv.DB (here in this process, as Pebble's
@@ -146,4 +155,88 @@ func TestReadCommandsWriteNothing(t *testing.T) {
 		cliOK(t, args...)
 	}
 	require.Equal(t, before, dirState(t, dir))
+}
+
+func TestVersion(t *testing.T) {
+	out := cliOK(t, "version")
+	require.Regexp(t, `(?m)^tipkv +\S+ +github.com/tipkv/tipkv$`, out)
+	require.Regexp(t, `(?m)^format +`+strconv.Itoa(tipkv.FormatVersion)+` +store format it writes; it reads formats 1 to `+strconv.Itoa(tipkv.FormatVersion)+`$`, out)
+	require.Regexp(t, `(?m)^go +go1\.`, out)
+
+	m := jsonOf(t, cliOK(t, "version", "--json"))
+	require.Equal(t, "github.com/tipkv/tipkv", m["module"])
+	require.NotEmpty(t, m["version"])
+	require.EqualValues(t, tipkv.FormatVersion, m["format"])
+	require.EqualValues(t, 1, m["oldest_format"])
+
+	_, errOut, code := cli(t, "version", "extra")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "want 0 arguments")
+}
+
+// With --json every error is one JSON object on one line of stderr, with
+// the exit status it would have as text, and nothing on stdout.
+func TestJSONErrors(t *testing.T) {
+	dir := sample(t)
+	missing := filepath.Join(t.TempDir(), "none")
+	foreign := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644))
+	locked := sample(t)
+	db, err := tipkv.Open(locked, nil)
+	require.NoError(t, err)
+	defer db.Close()
+
+	cases := []struct {
+		args    []string
+		code    int
+		kind    string
+		command string
+		want    string
+	}{
+		{[]string{"frobnicate", "--json"}, exitUsage, "usage", "", `unknown command "frobnicate"`},
+		{[]string{"help", "frobnicate", "--json"}, exitUsage, "usage", "", `unknown command "frobnicate"`},
+		{[]string{"dump", "--json", "--bogus", dir}, exitUsage, "usage", "dump", "flag provided but not defined: -bogus"},
+		{[]string{"stats", "--json"}, exitUsage, "usage", "stats", "want 1 arguments (DIR), have 0"},
+		{[]string{"history", dir, "users", "alice", "-n", "-1", "--json"}, exitUsage, "usage", "history", "-n must be >= 0"},
+		{[]string{"stats", "--json", missing}, exitUsage, "no_store", "stats", "no tipkv store there"},
+		{[]string{"stats", "--json", foreign}, exitUsage, "not_a_store", "stats", "not a tipkv store"},
+		{[]string{"check", "--json", locked}, exitUsage, "in_use", "check", "the store is in use by another process"},
+		{[]string{"history", "--json", dir, "users", "carol"}, exitFail, "not_found", "history", `collection "users" has no document "carol"`},
+		{[]string{"feed", "--json", dir, "nope"}, exitFail, "not_found", "feed", `stream "nope" has no events`},
+		{[]string{"queue", "--json", dir, "nope"}, exitFail, "not_found", "queue", `the store has no queue "nope"`},
+	}
+	for _, c := range cases {
+		out, errOut, code := cli(t, c.args...)
+		require.Equal(t, c.code, code, "%v: %s", c.args, errOut)
+		require.Empty(t, out, "%v", c.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%v: one line:\n%s", c.args, errOut)
+		m := jsonOf(t, errOut)
+		require.Contains(t, m["error"], c.want, "%v", c.args)
+		require.Equal(t, c.kind, m["kind"], "%v", c.args)
+		require.EqualValues(t, c.code, m["exit_status"], "%v", c.args)
+		if c.command == "" {
+			require.NotContains(t, m, "command")
+		} else {
+			require.Equal(t, c.command, m["command"], "%v", c.args)
+		}
+
+		// Without --json, the same failure is text with the same status.
+		var text []string
+		for _, a := range c.args {
+			if a != "--json" {
+				text = append(text, a)
+			}
+		}
+		_, errOut, code = cli(t, text...)
+		require.Equal(t, c.code, code, "%v", text)
+		require.Contains(t, errOut, c.want)
+		require.False(t, strings.HasPrefix(errOut, "{"), "%v: text", text)
+	}
+}
+
+func TestWantsJSON(t *testing.T) {
+	require.True(t, wantsJSON([]string{"stats", "dir", "--json"}))
+	require.True(t, wantsJSON([]string{"stats", "-json=true", "dir"}))
+	require.False(t, wantsJSON([]string{"stats", "dir"}))
+	require.False(t, wantsJSON([]string{"history", "dir", "--", "c", "--json"}), "after --, an argument")
 }

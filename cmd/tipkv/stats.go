@@ -7,6 +7,7 @@ import (
 
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/queue"
 )
 
 var statsCommand = &command{
@@ -20,9 +21,11 @@ Reads every key once and reports:
     does not write, if any);
   - per collection: documents and versions;
   - per stream: events, oldest and newest position;
-  - per queue: depth (messages in the queue, leased ones included), head and
-    tail (the oldest and newest message's sequence number), dead letters,
-    and the head and tail its state key records;
+  - per queue: depth (messages in the queue), head (the oldest sequence
+    number not yet consumed), tail (the sequence number the next enqueue
+    gets) and dead letters, as tipkv queue shows them; --json adds the
+    head and tail the queue's state key records (lower bounds the queue
+    corrects when it opens);
   - the store's size on disk, and the LSM tree from Pebble's metrics: per
     non-empty level its tables, bytes, compaction score, entries and
     tombstones (counted from sstable properties; memtables are not
@@ -50,11 +53,14 @@ type streamStats struct {
 }
 
 type queueStats struct {
-	name       string
-	depth      uint64
-	head, tail int64 // seqs of the oldest and newest item, when depth > 0
-	dead       uint64
-	state      *queueState
+	name  string
+	dead  uint64
+	state *queueState
+	// What the queue package reports when it opens the queue, as tipkv
+	// queue shows it; err when it did not open.
+	depth      int
+	head, tail int64
+	err        error
 }
 
 type storeStats struct {
@@ -120,17 +126,13 @@ func (st *storeStats) add(k key, v []byte) {
 		s.events++
 		s.oldest = k.num
 	case codec.FamilyQueueItems:
-		q := st.queue(k.segs[0])
-		if q.depth == 0 {
-			q.head = k.num
-		}
-		q.depth++
-		q.tail = k.num
+		st.queue(k.segs[0])
 	case codec.FamilyDeadLetters:
 		st.queue(k.segs[0]).dead++
 	case codec.FamilyQueueState:
+		q := st.queue(k.segs[0])
 		if s, err := parseQueueState(v); err == nil {
-			st.queue(k.segs[0]).state = &s
+			q.state = &s
 		}
 	}
 }
@@ -176,6 +178,13 @@ func stats(c *ctx, dir string) int {
 		return c.failf(exitFail, "%v", err)
 	}
 	slices.SortFunc(st.families, func(a, b *familyStats) int { return int(a.id) - int(b.id) })
+	var queueErr error
+	for _, q := range st.sortedQueues() {
+		q.read(s)
+		if q.err != nil && queueErr == nil {
+			queueErr = q.err
+		}
+	}
 	var shape *pebblestore.Shape
 	if sh, ok := s.kv.(shaper); ok {
 		v, err := sh.Shape()
@@ -192,7 +201,23 @@ func stats(c *ctx, dir string) int {
 	if err != nil {
 		return c.failf(exitFail, "%v", err)
 	}
+	if queueErr != nil {
+		return c.failf(exitFail, "%v (tipkv check lists the problems)", queueErr)
+	}
 	return exitOK
+}
+
+// read fills in the queue's depth, head and tail as the queue package
+// reports them when it opens the queue: the one definition tipkv queue
+// shows too.
+func (q *queueStats) read(s *store) {
+	qu, err := queue.Open(s.db, q.name, &queue.Options[[]byte]{Codec: codec.Raw{}, MaxAttempts: -1})
+	if err != nil {
+		q.err = err
+		return
+	}
+	st := qu.Stats()
+	q.depth, q.head, q.tail = st.Len, st.Head, st.Tail
 }
 
 func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) object {
@@ -214,9 +239,11 @@ func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) ob
 		if q.state != nil {
 			state = object{{"head", q.state.head}, {"tail", q.state.tail}}
 		}
-		o := object{{"queue", segmentJSON([]byte(q.name))}, {"depth", q.depth}}
-		if q.depth > 0 {
-			o = append(o, field{"head", q.head}, field{"tail", q.tail})
+		o := object{{"queue", segmentJSON([]byte(q.name))}}
+		if q.err != nil {
+			o = append(o, field{"error", q.err.Error()})
+		} else {
+			o = append(o, field{"depth", q.depth}, field{"head", q.head}, field{"tail", q.tail})
 		}
 		queues = append(queues, append(o, field{"dead", q.dead}, field{"state", state}))
 	}
@@ -289,20 +316,18 @@ func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.
 	}
 	if len(st.queues) > 0 {
 		fmt.Fprintln(w)
-		t = newTable(w, "QUEUE", "DEPTH", "HEAD", "TAIL", "DEAD", "STATE HEAD", "STATE TAIL")
+		t = newTable(w, "QUEUE", "DEPTH", "HEAD", "TAIL", "DEAD")
 		for _, q := range st.sortedQueues() {
-			head, tail, sh, stl := "-", "-", "-", "-"
-			if q.depth > 0 {
-				head, tail = fmt.Sprint(q.head), fmt.Sprint(q.tail)
+			if q.err != nil {
+				t.row(quoteIfNeeded(q.name), "-", "-", "-", q.dead, q.err)
+				continue
 			}
-			if q.state != nil {
-				sh, stl = fmt.Sprint(q.state.head), fmt.Sprint(q.state.tail)
-			}
-			t.row(quoteIfNeeded(q.name), q.depth, head, tail, q.dead, sh, stl)
+			t.row(quoteIfNeeded(q.name), q.depth, q.head, q.tail, q.dead)
 		}
 		if err := t.flush(); err != nil {
 			return err
 		}
+		fmt.Fprintln(w, queueLegend)
 	}
 	if shape == nil {
 		return nil

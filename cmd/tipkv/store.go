@@ -20,31 +20,62 @@ type store struct {
 // failure it reports why on stderr, in words for people, and returns the
 // exit status.
 func (c *ctx) openStore(dir string, write bool) (*store, int) {
+	s, err := openStore(dir, write)
+	if err != nil {
+		return nil, c.openFailed(dir, err)
+	}
+	return s, exitOK
+}
+
+// openStore opens the store in dir, read-only unless write is set. It
+// never creates a store: tipkv.Open creates one in a missing or empty
+// directory when it may write, so a write open first checks, read-only,
+// that a store is there.
+func openStore(dir string, write bool) (*store, error) {
+	if write {
+		db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		if err := db.Close(); err != nil {
+			return nil, err
+		}
+	}
 	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: !write})
 	if err != nil {
-		fmt.Fprintf(c.stderr, "tipkv %s: %s\n", c.cmd.name, openError(dir, err))
-		return nil, exitUsage
+		return nil, err
 	}
 	kv, err := link.Store(db)
 	if err != nil {
 		_ = db.Close()
-		return nil, c.failf(exitUsage, "%v", err)
+		return nil, err
 	}
-	return &store{dir: dir, db: db, kv: kv}, exitOK
+	return &store{dir: dir, db: db, kv: kv}, nil
+}
+
+// openFailed reports why the store in dir did not open and returns
+// exitUsage.
+func (c *ctx) openFailed(dir string, err error) int {
+	msg, kind := openError(dir, err)
+	return c.fail(exitUsage, kind, msg)
 }
 
 func (s *store) close() { _ = s.db.Close() }
 
 // openError says why a store did not open, without Pebble's internals when
-// the reason is a common one.
-func openError(dir string, err error) string {
+// the reason is a common one, and the kind of the failure.
+func openError(dir string, err error) (msg, kind string) {
 	switch {
 	case isLocked(err):
-		return fmt.Sprintf("%s: the store is in use by another process (a store is open in one process at a time); stop that process and try again", dir)
+		return fmt.Sprintf("%s: the store is in use by another process (a store is open in one process at a time); stop that process and try again", dir), kindInUse
 	case errors.Is(err, tipkv.ErrNotFound):
-		return fmt.Sprintf("%s: no tipkv store there (the directory is missing or empty)", dir)
+		return fmt.Sprintf("%s: no tipkv store there (the directory is missing or empty); tipkv never creates one", dir), kindNoStore
+	case errors.Is(err, tipkv.ErrFormat):
+		return err.Error(), kindFormat
+	case errors.Is(err, tipkv.ErrCorrupt):
+		return err.Error(), kindCorrupt
 	}
-	return err.Error()
+	return err.Error(), kindOpen
 }
 
 // isLocked reports whether Open failed because another process (or this

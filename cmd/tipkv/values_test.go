@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -127,4 +128,34 @@ func FuzzDecode(f *testing.F) {
 		}
 		_ = r.key.text()
 	})
+}
+
+// Values stored with codec.JSON are shown as the JSON they are, and are
+// no problem for check; msgpack values are unchanged.
+func TestJSONValues(t *testing.T) {
+	type page struct {
+		Title string `json:"title"`
+		Body  string `json:"body"`
+	}
+	jsonValue, err := codec.JSON[page]{}.Append(nil, page{"Home", "<p>hi</p>"})
+	require.NoError(t, err)
+	dir := writeStore(t, func(db *tipkv.DB) {
+		set(t, db,
+			vkey("pages", "home", 1), jsonValue,
+			vkey("pages", "home", 2), []byte(`[1, 2, {"a": null}]`),
+			fkey("log", 1), []byte(`"started"`),
+			vkey("users", "ada", 1), mp(t, page{"Ada", "x"}),
+		)
+	})
+	out := cliOK(t, "history", dir, "pages", "home")
+	require.Equal(t, "VERSION  VALUE\n2        [1,2,{\"a\":null}]\n1        {\"title\":\"Home\",\"body\":\"<p>hi</p>\"}\n", out)
+	m := jsonOf(t, cliOK(t, "history", "--json", dir, "pages", "home"))
+	require.Equal(t, map[string]any{"version": 1.0, "value": map[string]any{"title": "Home", "body": "<p>hi</p>"}, "value_encoding": "json"},
+		m["versions"].([]any)[1])
+	recs := jsonLines(t, cliOK(t, "dump", "--json", dir, "--family", "feed"))
+	require.Equal(t, "started", recs[0]["value"])
+	require.Equal(t, "json", recs[0]["value_encoding"])
+	recs = jsonLines(t, cliOK(t, "dump", "--json", dir, "--prefix", "users"))
+	require.NotContains(t, recs[0], "value_encoding", "msgpack is the default, not marked")
+	cliOK(t, "check", dir)
 }
