@@ -13,6 +13,11 @@ import (
 // encoding. The root package re-exports it as tipkv.ErrCorrupt.
 var ErrCorrupt = errors.New("tipkv: corrupt data")
 
+// ErrInvalid is returned when a value cannot be encoded (a channel or a
+// function in it, say): bad input, nothing is written. tipkv.ErrInvalid is
+// the same error.
+var ErrInvalid = errors.New("tipkv: invalid argument")
+
 // Family is the first byte of every key: which kind of record it is.
 type Family byte
 

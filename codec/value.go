@@ -81,7 +81,7 @@ func (c Msgpack[T]) Append(dst []byte, v T) ([]byte, error) {
 	e.buf.Reset()
 	e.enc.SetCustomStructTag(c.structTag())
 	if err := e.enc.Encode(v); err != nil {
-		return dst, fmt.Errorf("tipkv: encode %T: %w", v, err)
+		return dst, fmt.Errorf("%w: encode %T: %w", ErrInvalid, v, err)
 	}
 	return append(dst, e.buf.Bytes()...), nil
 }
@@ -131,7 +131,7 @@ func (JSON[T]) Append(dst []byte, v T) ([]byte, error) {
 	defer jsonEncoders.Put(e)
 	e.buf.Reset()
 	if err := e.enc.Encode(v); err != nil {
-		return dst, fmt.Errorf("tipkv: encode %T: %w", v, err)
+		return dst, fmt.Errorf("%w: encode %T: %w", ErrInvalid, v, err)
 	}
 	b := e.buf.Bytes()
 	return append(dst, b[:len(b)-1]...), nil // Encode ends with a newline

@@ -144,3 +144,12 @@ func storedNames[T any](t *testing.T, c codec.Msgpack[T], v T) []string {
 	}
 	return names
 }
+
+// A value msgpack or JSON cannot encode is bad input: ErrInvalid.
+func TestEncodeErrorIsInvalid(t *testing.T) {
+	type bad struct{ C chan int }
+	_, err := codec.Msgpack[bad]{}.Append(nil, bad{C: make(chan int)})
+	require.ErrorIs(t, err, codec.ErrInvalid)
+	_, err = codec.JSON[bad]{}.Append(nil, bad{C: make(chan int)})
+	require.ErrorIs(t, err, codec.ErrInvalid)
+}

@@ -32,6 +32,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/tipkv/tipkv/codec"
 )
 
 // The errors of the contract. The root package re-exports them.
@@ -44,7 +46,7 @@ var (
 
 	// ErrInvalid is bad input, including a batch over the engine's limits.
 	// Nothing is written.
-	ErrInvalid = errors.New("tipkv: invalid argument")
+	ErrInvalid = codec.ErrInvalid
 
 	// ErrConditionFailed is returned by Apply when a condition given to
 	// Require did not hold at commit time. Nothing was written.
