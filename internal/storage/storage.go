@@ -75,8 +75,25 @@ type Reader interface {
 	// required: no read in tipkv is unbounded, and on remote engines the
 	// upper bound is what keeps a limited range read from walking far. lo
 	// must not be empty. An iterator reads one consistent view of the store
-	// (a Pebble iterator, one etcd revision, one SQL snapshot).
+	// (a Pebble iterator, one etcd revision, one SQL snapshot), taken no
+	// later than its first positioning call.
 	NewIter(lo, hi []byte) (Iter, error)
+}
+
+// Sizer is implemented by readers that read better when told how many keys
+// a read expects (a remote engine fetches that many in its first request).
+// It is a hint only: the iterator reads past n when asked.
+type Sizer interface {
+	NewIterN(lo, hi []byte, n int) (Iter, error)
+}
+
+// NewIterN opens an iterator on r over [lo, hi), telling the engine that n
+// keys are expected (n <= 0: unknown) if it wants to know.
+func NewIterN(r Reader, lo, hi []byte, n int) (Iter, error) {
+	if s, ok := r.(Sizer); ok && n > 0 {
+		return s.NewIterN(lo, hi, n)
+	}
+	return r.NewIter(lo, hi)
 }
 
 // Store is an ordered key-value store. It is safe for concurrent use.
@@ -90,9 +107,11 @@ type Store interface {
 	// Caps describes the engine.
 	Caps() Caps
 	// Close closes the store: calls in flight finish or fail with
-	// ErrClosed, open iterators and snapshots are closed (their later calls
-	// report ErrClosed), and later calls return ErrClosed. A second Close
-	// returns ErrClosed.
+	// ErrClosed (a commit that Close cuts off after it was sent fails with
+	// an error matching ErrUnknownOutcome too), open iterators and
+	// snapshots are closed (their later calls report ErrClosed), watches
+	// end, and later calls return ErrClosed. A second Close returns
+	// ErrClosed.
 	Close() error
 }
 
@@ -112,7 +131,10 @@ type Caps struct {
 	PollInterval time.Duration
 
 	// MaxBatchOps is the most writes (Set, Delete, DeleteRange) one batch
-	// may hold, and separately the most conditions. Zero: no limit.
+	// may hold, and separately the most conditions, counted as the engine
+	// sends them: on etcd a Set inside a range deleted earlier in the same
+	// batch splits the range and counts twice, so a package that fills
+	// batches near the limit leaves headroom. Zero: no limit.
 	MaxBatchOps int
 
 	// MaxBatchBytes is the most bytes of keys, values and conditions one

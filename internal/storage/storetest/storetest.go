@@ -60,6 +60,7 @@ func Run(t *testing.T, h Harness) {
 		{"IterPrefixes", testIterPrefixes},
 		{"IterSeesOneView", testIterView},
 		{"IterPaging", testIterPaging},
+		{"IterSizeHint", testIterN},
 		{"BatchOrder", testBatchOrder},
 		{"BatchEmptyAndLen", testBatchEmpty},
 		{"Conditions", testConditions},
@@ -353,6 +354,27 @@ func testIterPaging(t *testing.T, h Harness) {
 	require.True(t, it.Next())
 	require.False(t, it.Next())
 	require.NoError(t, it.Close())
+}
+
+// A size hint changes nothing about what an iterator reads.
+func testIterN(t *testing.T, h Harness) {
+	s := open(t, h)
+	for i := int64(1); i <= 50; i++ {
+		set(t, s, qkey("q", i), []byte(fmt.Sprint(i)))
+	}
+	for _, n := range []int{0, 1, 3, 50, 1000} {
+		it, err := storage.NewIterN(s, qkey("q", 10), qkey("q", 41), n)
+		require.NoError(t, err)
+		count := 0
+		for ok := it.SeekGE(qkey("q", 10)); ok; ok = it.Next() {
+			count++
+		}
+		require.NoError(t, it.Error())
+		require.True(t, it.Last())
+		require.Equal(t, qkey("q", 40), it.Key())
+		require.NoError(t, it.Close())
+		require.Equal(t, 31, count, "hint %d", n)
+	}
 }
 
 func testBatchOrder(t *testing.T, h Harness) {
@@ -718,6 +740,17 @@ func testWatch(t *testing.T, h Harness) {
 	cancel()
 	for range ch { // drains, then ends: closed when ctx ends
 	}
+
+	// A watch ends when the store closes, and Watch after Close is refused.
+	s2 := h.Open(t)
+	w2 := s2.(storage.Watcher)
+	ch, err = w2.Watch(context.Background(), qprefix("watched"), codec.PrefixEnd(qprefix("watched")))
+	require.NoError(t, err)
+	require.NoError(t, s2.Close())
+	for range ch {
+	}
+	_, err = w2.Watch(context.Background(), qprefix("watched"), codec.PrefixEnd(qprefix("watched")))
+	require.ErrorIs(t, err, storage.ErrClosed)
 }
 
 func testSecond(t *testing.T, h Harness) {
