@@ -107,6 +107,9 @@ func (it *iter) fetch(from []byte) bool {
 		it.rev = resp.Header.Revision
 	}
 	it.kvs, it.pos, it.more = resp.Kvs, 0, resp.More
+	if it.s.onPage != nil {
+		it.s.onPage(it.limit, len(resp.Kvs))
+	}
 	it.limit = min(it.limit*2, it.s.cfg.PageSize)
 	return len(it.kvs) > 0
 }

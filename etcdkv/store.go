@@ -156,6 +156,8 @@ type Store struct {
 	closed   bool
 	isClosed atomic.Bool
 	wg       sync.WaitGroup // calls and watches in flight
+
+	onPage func(limit, got int) // tests: hears every page an iterator reads
 }
 
 var (
