@@ -97,9 +97,9 @@ func TestTxnRulesNormalised(t *testing.T) {
 		require.ErrorIs(t, err, rpctypes.ErrDuplicateKey, name)
 	}
 	accepted := map[string][]clientv3.Op{
-		"double deletes":             {clientv3.OpDelete(key(9)), clientv3.OpDelete(key(9))},
+		"double deletes":              {clientv3.OpDelete(key(9)), clientv3.OpDelete(key(9))},
 		"a delete in a deleted range": {clientv3.OpDelete(key(7), clientv3.WithRange(key(9))), clientv3.OpDelete(key(8))},
-		"overlapping ranges":         {clientv3.OpDelete(key(7), clientv3.WithRange(key(9))), clientv3.OpDelete(key(8), clientv3.WithRange(key(10)))},
+		"overlapping ranges":          {clientv3.OpDelete(key(7), clientv3.WithRange(key(9))), clientv3.OpDelete(key(8), clientv3.WithRange(key(10)))},
 	}
 	for name, ops := range accepted {
 		_, err := s.Client().Txn(ctx).Then(ops...).Commit()
