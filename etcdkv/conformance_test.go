@@ -40,3 +40,19 @@ func TestOpen(t *testing.T) {
 	_, err = etcdkv.Open(context.Background(), etcdkv.Config{})
 	require.ErrorIs(t, err, storage.ErrInvalid, "no endpoints")
 }
+
+// A store without a namespace owns the cluster's whole key space; it works
+// as any other (here on a queue no other test names).
+func TestEmptyNamespace(t *testing.T) {
+	s, err := etcdkv.NewStore(context.Background(), etcdkv.Config{Endpoints: etcdkv.ClusterForTest().Endpoints()})
+	require.NoError(t, err)
+	defer s.Close()
+	lo, hi := qrange("empty-namespace")
+	set(t, s, kq("empty-namespace", 1), []byte("x"))
+	require.True(t, has(t, s, kq("empty-namespace", 1)))
+	require.Equal(t, 1, count(t, s, lo, hi))
+	require.NoError(t, apply(t, s, func(b storage.Batch) { require.NoError(t, b.DeleteRange(lo, hi)) }))
+	require.Equal(t, 0, count(t, s, lo, hi))
+	_, err = s.NewSnapshot()
+	require.NoError(t, err)
+}

@@ -2,7 +2,6 @@ package etcdkv_test
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,12 +63,4 @@ func count(t testing.TB, r storage.Reader, lo, hi []byte) int {
 	}
 	require.NoError(t, it.Close())
 	return n
-}
-
-func vals(n int) [][]byte {
-	out := make([][]byte, n)
-	for i := range out {
-		out[i] = []byte(fmt.Sprint(i))
-	}
-	return out
 }

@@ -138,6 +138,9 @@ func (it *iter) Last() bool {
 	}
 	it.upper = it.hi
 	it.kvs, it.pos, it.more = nil, 0, false
+	if bytes.Compare(it.lo, it.hi) >= 0 {
+		return false
+	}
 	if err := it.s.enter(); err != nil {
 		it.err = err
 		return false

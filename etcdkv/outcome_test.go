@@ -112,10 +112,12 @@ func TestQuorumLoss(t *testing.T) {
 	c, err := etcdtest.Start(etcdtest.Options{})
 	require.NoError(t, err)
 	defer c.Close()
-	s := etcdkv.OpenForTest(t, etcdkv.Config{Endpoints: []string{c.Endpoint(0)}, RequestTimeout: 3 * time.Second})
+	s := etcdkv.OpenForTest(t, etcdkv.Config{Endpoints: []string{c.Endpoint(0)}, RequestTimeout: time.Second})
 	set(t, s, k(0), []byte("before"))
+	start := time.Now()
 	c.Stop(1)
 	c.Stop(2)
+	t.Logf("stopped two members in %v", time.Since(start))
 	sawDefinite := false // the member notices within an election timeout
 	for i := int64(1); !sawDefinite && i < 100; i++ {
 		err := apply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(k(i), []byte("x"))) })
@@ -127,8 +129,10 @@ func TestQuorumLoss(t *testing.T) {
 		sawDefinite = true
 	}
 	require.True(t, sawDefinite, "the member never noticed it lost its leader")
+	start = time.Now()
 	require.NoError(t, c.Restart(1))
 	require.NoError(t, c.Restart(2))
+	t.Logf("restarted them in %v", time.Since(start))
 	// A member reports ready once the cluster has a leader again.
 	set(t, s, kq("after", 1), []byte("after"))
 }

@@ -207,12 +207,16 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
-	if _, err := c.Get(rctx, s.key(nil), clientv3.WithCountOnly()); err != nil {
+	if _, err := c.Get(rctx, s.key(probe), clientv3.WithCountOnly()); err != nil {
 		s.close()
 		return nil, fmt.Errorf("tipkv: etcd: %v: %w", c.Endpoints(), err)
 	}
 	return s, nil
 }
+
+// probe is a key a read of the revision names (etcd refuses an empty key,
+// and the namespace may be empty): the start of tipkv's metadata family.
+var probe = []byte{0}
 
 // Per-request and per-op framing that a batch's bytes do not count: the
 // raft entry's header (request id, user name, auth revision) and, per op
@@ -331,7 +335,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	resp, err := s.c.Get(rctx, s.key(nil), clientv3.WithCountOnly())
+	resp, err := s.c.Get(rctx, s.key(probe), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, s.readErr("read the revision", err)
 	}
