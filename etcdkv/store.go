@@ -74,7 +74,8 @@ type Config struct {
 	PageSize int
 
 	// Client, if set, is used instead of dialling Endpoints; the store does
-	// not close it.
+	// not close it. Where MaxRequestBytes is over 1.5 MiB, give the client
+	// a MaxCallSendMsgSize above it (its default is 2 MiB).
 	Client *clientv3.Client
 
 	// Logger receives the etcd client's logs. The default discards them.
