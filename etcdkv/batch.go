@@ -1,0 +1,276 @@
+package etcdkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tipkv/tipkv/internal/storage"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// batch is a storage.Batch sent as one etcd txn: its conditions are the
+// txn's compares, its writes (normalised, see normalize) the txn's success
+// ops, and the txn has no failure ops. etcd applies a txn atomically at one
+// revision, so the writes of a batch become visible together, to every
+// client, when Apply returns; and they are durable then (a quorum of
+// members has synced them), so Wait has nothing to wait for.
+type batch struct {
+	s     *Store
+	ops   []op
+	conds []storage.Cond
+	size  int   // bytes of keys, values and conditions as added
+	err   error // the batch is refused: a malformed condition, a write over the limits
+}
+
+// NewBatch implements storage.Store.
+func (s *Store) NewBatch() storage.Batch { return &batch{s: s} }
+
+func (b *batch) add(o op) error {
+	if b.err != nil {
+		return b.err
+	}
+	n := len(o.key) + len(o.end) + len(o.value)
+	switch {
+	case len(o.key) == 0:
+		b.err = fmt.Errorf("%w: etcdkv: a write to an empty key", storage.ErrInvalid)
+	case n > b.s.caps.MaxBatchBytes:
+		b.err = fmt.Errorf("%w: etcdkv: a write of %d bytes is over the batch limit of %d bytes", storage.ErrInvalid, n, b.s.caps.MaxBatchBytes)
+	}
+	if b.err != nil {
+		return b.err
+	}
+	b.ops = append(b.ops, o)
+	b.size += n
+	return nil
+}
+
+// Set implements storage.Batch. The batch keeps copies of key and value.
+func (b *batch) Set(key, value []byte) error {
+	if value == nil {
+		value = []byte{}
+	}
+	return b.add(op{kind: opSet, key: bytes.Clone(key), value: bytes.Clone(value)})
+}
+
+// Delete implements storage.Batch.
+func (b *batch) Delete(key []byte) error {
+	return b.add(op{kind: opDelete, key: bytes.Clone(key)})
+}
+
+// DeleteRange implements storage.Batch.
+func (b *batch) DeleteRange(lo, hi []byte) error {
+	return b.add(op{kind: opDeleteRange, key: bytes.Clone(lo), end: bytes.Clone(hi)})
+}
+
+// Require implements storage.Batch. Each condition becomes one compare:
+//
+//	Absent(k)          create_revision(k) = 0
+//	Present(k)         create_revision(k) > 0
+//	Equals(k, v)       value(k) = v (false on a missing key)
+//	Empty(lo, hi)      create_revision = 0 over [lo, hi)
+//
+// A compare over a range holds when it holds for every key in it, and on an
+// empty range compares the zero key-value, whose create_revision is 0: so
+// Empty holds exactly when no key is stored in [lo, hi). The server reads
+// the whole range to decide (its values too): keep the range tight.
+func (b *batch) Require(c storage.Cond) error {
+	if err := checkCond(c); err != nil {
+		if b.err == nil {
+			b.err = err // the batch is refused as a whole
+		}
+		return err
+	}
+	if b.err != nil {
+		return b.err
+	}
+	c.Key, c.End, c.Value = bytes.Clone(c.Key), bytes.Clone(c.End), bytes.Clone(c.Value)
+	b.conds = append(b.conds, c)
+	b.size += c.Size()
+	return nil
+}
+
+func checkCond(c storage.Cond) error {
+	switch c.Kind {
+	case storage.KeyAbsent, storage.KeyPresent, storage.KeyEquals:
+		if len(c.Key) == 0 {
+			return fmt.Errorf("%w: condition on an empty key", storage.ErrInvalid)
+		}
+	case storage.RangeEmpty:
+		if len(c.Key) == 0 || bytes.Compare(c.Key, c.End) >= 0 {
+			return fmt.Errorf("%w: condition on an empty or unbounded range [%x, %x)", storage.ErrInvalid, c.Key, c.End)
+		}
+	default:
+		return fmt.Errorf("%w: unknown condition kind %d", storage.ErrInvalid, c.Kind)
+	}
+	return nil
+}
+
+func (b *batch) Empty() bool { return len(b.ops) == 0 }
+func (b *batch) Len() int    { return len(b.ops) }
+func (b *batch) Size() int   { return b.size }
+
+// txn is a batch ready to send.
+type txn struct {
+	cmps []clientv3.Cmp
+	ops  []clientv3.Op
+}
+
+// build normalises the batch and checks it against the limits, before
+// anything is sent: the normalised writes and, separately, the conditions
+// each at most MaxTxnOps; their keys, values and ends at most MaxBatchBytes.
+func (b *batch) build() (txn, error) {
+	norm := normalize(b.ops)
+	caps := b.s.caps
+	if len(norm) > caps.MaxBatchOps {
+		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d writes once normalised (%d as written; a Set inside a range the batch deletes splits the range in two); a txn takes at most %d (the server's --max-txn-ops): split the Update", storage.ErrInvalid, len(norm), len(b.ops), caps.MaxBatchOps)
+	}
+	if len(b.conds) > caps.MaxBatchOps {
+		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d conditions; a txn takes at most %d (the server's --max-txn-ops)", storage.ErrInvalid, len(b.conds), caps.MaxBatchOps)
+	}
+	size := 0
+	for _, o := range norm {
+		size += len(o.key) + len(o.end) + len(o.value)
+	}
+	for _, c := range b.conds {
+		size += c.Size()
+	}
+	if size > caps.MaxBatchBytes {
+		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d bytes of keys, values and conditions; a txn takes at most %d (the server's --max-request-bytes less framing): split the Update", storage.ErrInvalid, size, caps.MaxBatchBytes)
+	}
+	t := txn{cmps: make([]clientv3.Cmp, 0, len(b.conds)), ops: make([]clientv3.Op, 0, len(norm))}
+	s := b.s
+	for _, c := range b.conds {
+		k := s.key(c.Key)
+		switch c.Kind {
+		case storage.KeyAbsent:
+			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
+		case storage.KeyPresent:
+			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
+		case storage.KeyEquals:
+			t.cmps = append(t.cmps, clientv3.Compare(clientv3.Value(k), "=", string(c.Value)))
+		case storage.RangeEmpty:
+			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0).WithRange(s.key(c.End)))
+		}
+	}
+	for _, o := range norm {
+		switch o.kind {
+		case opSet:
+			t.ops = append(t.ops, clientv3.OpPut(s.key(o.key), string(o.value)))
+		case opDelete:
+			t.ops = append(t.ops, clientv3.OpDelete(s.key(o.key)))
+		case opDeleteRange:
+			t.ops = append(t.ops, clientv3.OpDelete(s.key(o.key), clientv3.WithRange(s.key(o.end))))
+		}
+	}
+	return t, nil
+}
+
+// Apply implements storage.Batch: one txn. Its result is one of:
+//
+//   - nil: the txn committed; its writes are visible and durable.
+//   - ErrConditionFailed: a compare failed; nothing was written.
+//   - ErrInvalid: over the limits (checked before sending, or refused by
+//     a server whose flags are lower than Config says); nothing written.
+//   - ErrClosed: the store was closed before the txn was sent.
+//   - ErrUnknownOutcome: the txn was sent and no answer came (timeout,
+//     connection lost, leader lost mid-proposal, the store closed under
+//     it). It may have committed. The store never resends it: see the
+//     package doc for what to do.
+//   - any other error: the server refused the txn before proposing it
+//     (no leader, no space, too many requests, permission denied);
+//     nothing was written.
+func (b *batch) Apply(bool) error {
+	if b.err != nil {
+		return b.err
+	}
+	s := b.s
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	t, err := b.build()
+	if err != nil {
+		return err
+	}
+	if len(t.ops) == 0 && len(t.cmps) == 0 {
+		return nil
+	}
+	ctx, cancel := s.reqCtx()
+	defer cancel()
+	// A member that has lost its leader refuses the txn at once (a
+	// definite failure) instead of holding it until a timeout.
+	resp, err := s.c.Txn(clientv3.WithRequireLeader(ctx)).If(t.cmps...).Then(t.ops...).Commit()
+	if err != nil {
+		return s.commitErr(err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: etcdkv: one of the batch's %d conditions did not hold at revision %d", storage.ErrConditionFailed, len(t.cmps), resp.Header.Revision)
+	}
+	return nil
+}
+
+// Wait implements storage.Batch: an applied txn is already durable.
+func (b *batch) Wait() error { return nil }
+
+// Close implements storage.Batch.
+func (b *batch) Close() error {
+	b.ops, b.conds = nil, nil
+	return nil
+}
+
+// commitErr sorts the error of a txn into a definite refusal (nothing was
+// written) and an unknown outcome. Only errors the server gives before it
+// proposes the txn to raft are definite; everything else, including every
+// timeout and every broken connection, is unknown.
+func (s *Store) commitErr(err error) error {
+	if s.ctx.Err() != nil {
+		return fmt.Errorf("%w: %w: etcdkv: the store was closed during a commit (%v)", storage.ErrUnknownOutcome, storage.ErrClosed, err)
+	}
+	switch {
+	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrRequestTooLarge), errors.Is(err, rpctypes.ErrDuplicateKey):
+		return fmt.Errorf("%w: etcdkv: the server refused the batch (are its --max-txn-ops or --max-request-bytes lower than Config says?): %w", storage.ErrInvalid, err)
+	case definite(err):
+		return fmt.Errorf("tipkv: etcd: commit refused, nothing written: %w", err)
+	}
+	return fmt.Errorf("%w: etcd: %w", storage.ErrUnknownOutcome, err)
+}
+
+// proposalDropped is raft.ErrProposalDropped's text: a member without a
+// leader drops a proposal before it enters the log.
+const proposalDropped = "raft proposal dropped"
+
+// definite reports whether err is a refusal the server makes before it
+// proposes a request.
+func definite(err error) bool {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return false
+	case errors.Is(err, rpctypes.ErrNoLeader), // with WithRequireLeader: the interceptor, before anything
+		errors.Is(err, rpctypes.ErrNotCapable),
+		errors.Is(err, rpctypes.ErrNoSpace),
+		errors.Is(err, rpctypes.ErrTooManyRequests),
+		errors.Is(err, rpctypes.ErrCorrupt):
+		return true
+	}
+	var code codes.Code
+	var desc string
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code, desc = ee.Code(), ee.Error()
+	} else if st, ok := status.FromError(err); ok {
+		code, desc = st.Code(), st.Message()
+	} else {
+		return false
+	}
+	switch code {
+	case codes.InvalidArgument, codes.FailedPrecondition, codes.ResourceExhausted,
+		codes.PermissionDenied, codes.Unauthenticated, codes.OutOfRange:
+		return true
+	}
+	return desc == proposalDropped
+}

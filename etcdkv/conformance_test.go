@@ -1,0 +1,58 @@
+package etcdkv_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/etcdkv"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/storetest"
+)
+
+// The storage contract's conformance suite, on the test cluster: each test
+// a namespace of its own, a second client on the same namespace standing in
+// for another process.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		Open: func(t testing.TB) storage.Store {
+			return etcdkv.OpenForTest(t, etcdkv.Config{})
+		},
+		Second: func(t testing.TB, s storage.Store) storage.Store {
+			return etcdkv.OpenForTest(t, etcdkv.Config{Namespace: s.(*etcdkv.Store).Namespace()})
+		},
+		Scale: 4, // the full sizes take 2.3 s here, most of it in the CAS contention test
+	})
+}
+
+// Open gives a tipkv DB whose store is shared, on the cluster; a second
+// Open of the namespace finds the store the first created.
+func TestOpen(t *testing.T) {
+	ns := etcdkv.NamespaceForTest(t)
+	cfg := etcdkv.Config{Endpoints: etcdkv.ClusterForTest().Endpoints(), Namespace: ns}
+	db, err := etcdkv.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	db, err = etcdkv.Open(context.Background(), cfg)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	_, err = etcdkv.Open(context.Background(), etcdkv.Config{})
+	require.ErrorIs(t, err, storage.ErrInvalid, "no endpoints")
+}
+
+// A store without a namespace owns the cluster's whole key space; it works
+// as any other (here on a queue no other test names).
+func TestEmptyNamespace(t *testing.T) {
+	s, err := etcdkv.NewStore(context.Background(), etcdkv.Config{Endpoints: etcdkv.ClusterForTest().Endpoints()})
+	require.NoError(t, err)
+	defer s.Close()
+	lo, hi := qrange("empty-namespace")
+	set(t, s, kq("empty-namespace", 1), []byte("x"))
+	require.True(t, has(t, s, kq("empty-namespace", 1)))
+	require.Equal(t, 1, count(t, s, lo, hi))
+	require.NoError(t, apply(t, s, func(b storage.Batch) { require.NoError(t, b.DeleteRange(lo, hi)) }))
+	require.Equal(t, 0, count(t, s, lo, hi))
+	_, err = s.NewSnapshot()
+	require.NoError(t, err)
+}
