@@ -35,6 +35,8 @@ var (
 	dsn     string
 	pgBin   string // the server's bin directory, when the tests started it
 	pgData  string
+	pgOpts  string // the server's options, to restart it
+	pgLog   string
 	pgCred  *syscall.Credential
 	tableNo atomic.Int64
 	runID   = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
@@ -136,8 +138,9 @@ func startPostgres(bin string) (stop func() error, err error) {
 	// fsync off: the tests are about semantics, not durability, and the
 	// machine is shared. The commit path (and a synchronous standby's
 	// wait) is otherwise the same.
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB -c autovacuum_naptime=1s", port, dir)
-	if err := pg("pg_ctl", "-D", pgData, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "120", "start"); err != nil {
+	pgOpts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB -c autovacuum_naptime=1s", port, dir)
+	pgLog = filepath.Join(dir, "log")
+	if err := pg("pg_ctl", "-D", pgData, "-o", pgOpts, "-l", pgLog, "-w", "-t", "120", "start"); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
@@ -195,4 +198,19 @@ func second(t testing.TB, s storage.Store) *sqlkv.Store {
 	cfg := s.(*sqlkv.Store).Config()
 	cfg.Pool, cfg.DSN = nil, dsn
 	return openStore(t, cfg)
+}
+
+// ownServer skips a test that stops, restarts or reconfigures the server
+// when the tests did not start it.
+func ownServer(t testing.TB) {
+	t.Helper()
+	if pgBin == "" {
+		t.Skip("needs the server the tests start (SQLKV_DSN is set)")
+	}
+}
+
+// restartServer starts the server again after a test stopped it.
+func restartServer(t testing.TB) {
+	t.Helper()
+	require.NoError(t, pg("pg_ctl", "-D", pgData, "-o", pgOpts, "-l", pgLog, "-w", "-t", "120", "start"))
 }
