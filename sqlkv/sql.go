@@ -22,24 +22,22 @@ type queries struct {
 	delMany  string
 	delRange string
 
-	present      string // 1/count(*): 22012 when the condition fails
-	presentLock  string // the same, locking the row for update (the batch writes it)
-	equals       string
-	equalsLock   string
-	rangeEmpty   string
-	absent       string // placeholder rows (v NULL) that hold absent keys
-	absentMany   string
-	cleanup      string // drop the placeholders the batch did not overwrite
-	advisory     string // prefix locks, shared or exclusive, in one statement
-	lockTable    string
-	notify       string
-	size         string
-	vacuum       string
-	status       string
-	rowEstimate  string
-	createTable  string
-	tableExists  string
-	listenFormat string
+	present     string // 1/count(*): 22012 when the condition fails
+	presentLock string // the same, locking the row for update (the batch writes it)
+	equals      string
+	equalsLock  string
+	rangeEmpty  string
+	absent      string // placeholder rows (v NULL) that hold absent keys
+	absentMany  string
+	cleanup     string // drop the placeholders the batch did not overwrite
+	advisory    string // prefix locks, shared or exclusive, in one statement
+	lockTable   string
+	notify      string
+	size        string
+	vacuum      string
+	status      string
+	createTable string
+	tableExists string
 }
 
 // autovacuumOptions keep the table small under insert/delete churn (a
@@ -91,7 +89,6 @@ func newQueries(t string, d Dialect) queries {
 		vacuum:    `VACUUM (ANALYZE) ` + t,
 		status: `SELECT n_live_tup, n_dead_tup, coalesce(greatest(last_autovacuum, last_vacuum)::text, 'never'), autovacuum_count + vacuum_count ` +
 			`FROM pg_stat_user_tables WHERE relid = '` + strings.ReplaceAll(t, `'`, `''`) + `'::regclass`,
-		rowEstimate: `SELECT count(*) FROM ` + t,
 		tableExists: `SELECT to_regclass($1) IS NOT NULL`,
 	}
 	switch d {
