@@ -103,8 +103,10 @@ type Config struct {
 	// Isolation maps conditions to the engine. The default is
 	// ReadCommitted (Serializable on Cockroach).
 	Isolation Isolation
-	// NoWatch turns change notification off: waits poll every
-	// PollInterval. Dialects without LISTEN/NOTIFY always poll.
+	// NoWatch turns change notification off for this store's waits: they
+	// poll every PollInterval. The store still notifies its writes, for
+	// the processes that watch. Dialects without LISTEN/NOTIFY always
+	// poll.
 	NoWatch bool
 	// NotifyFamilies are the key families whose writes send a
 	// notification (one pg_notify per batch that writes any of them). A
@@ -113,7 +115,8 @@ type Config struct {
 	// contract allows). Notifying costs every notifying commit a global
 	// lock: measured at 31-36% of write throughput when every write
 	// notified. The default is queue state (0x03) only: a queue's tail,
-	// written by every enqueue, lives there.
+	// written by every enqueue, lives there. Every process on one table
+	// must use the same families; an empty, non-nil list notifies nothing.
 	NotifyFamilies []codec.Family
 	// PollInterval is how often a wait polls when there is no
 	// notification. The default is 100 ms.
