@@ -1,0 +1,172 @@
+package sqlkv_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/sqlkv"
+)
+
+func scanAll(t testing.TB, it storage.Iter) []string {
+	t.Helper()
+	var out []string
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		require.NoError(t, err)
+		out = append(out, fmt.Sprintf("%x=%s", it.Key(), v))
+	}
+	require.NoError(t, it.Error())
+	return out
+}
+
+// An iterator over many pages reads one view while other writers insert,
+// update and delete on every page of its range, ahead of it and behind.
+func TestPagingReadsOneView(t *testing.T) {
+	s := openStore(t, sqlkv.Config{})
+	w := second(t, s)
+	const n = 2000
+	for start := 1; start <= n; start += 500 {
+		require.NoError(t, apply(s, func(b storage.Batch) {
+			for i := start; i < start+500; i++ {
+				_ = b.Set(qkey("q", int64(2*i)), []byte(fmt.Sprint(i)))
+			}
+		}))
+	}
+	snap, err := s.NewSnapshot()
+	require.NoError(t, err)
+	defer snap.Close()
+	sit, err := snap.NewIter(qprefix("q"), codec.PrefixEnd(qprefix("q")))
+	require.NoError(t, err)
+	want := scanAll(t, sit)
+	require.NoError(t, sit.Close())
+	require.Len(t, want, n)
+
+	it, err := s.NewIter(qprefix("q"), codec.PrefixEnd(qprefix("q")))
+	require.NoError(t, err)
+	var got []string
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		require.NoError(t, err)
+		got = append(got, fmt.Sprintf("%x=%s", it.Key(), v))
+		if i%97 == 0 { // churn on every page: behind, at and ahead of the iterator
+			require.NoError(t, apply(w, func(b storage.Batch) {
+				_ = b.Set(qkey("q", int64(2*i+1)), []byte("inserted"))
+				_ = b.Set(qkey("q", int64(2*(i+50))), []byte("updated"))
+				_ = b.Delete(qkey("q", int64(2*(i+300))))
+				_ = b.DeleteRange(qkey("q", int64(2*(i+600))), qkey("q", int64(2*(i+610))))
+			}))
+		}
+		i++
+	}
+	require.NoError(t, it.Error())
+	require.NoError(t, it.Close())
+	require.Equal(t, want, got, "the iterator saw only its view")
+}
+
+// A short range read whole on its first page holds no connection after
+// it; a longer one holds one until Close; Close returns it.
+func TestIteratorConnections(t *testing.T) {
+	s := openStore(t, sqlkv.Config{})
+	for i := int64(1); i <= 100; i++ {
+		mustSet(t, s, qkey("long", i), []byte("x"))
+	}
+	mustSet(t, s, qkey("short", 1), []byte("x"), qkey("short", 2), []byte("y"))
+	// Background commits of released views finish on their own.
+	idle := func() {
+		for s.Pool().Stat().AcquiredConns() != 0 {
+			time.Sleep(time.Millisecond) // waiting for the event, not for a time
+		}
+	}
+	idle()
+	short, err := s.NewIter(qprefix("short"), codec.PrefixEnd(qprefix("short")))
+	require.NoError(t, err)
+	require.Len(t, scanAll(t, short), 2)
+	idle() // the view was released at the first page
+	require.True(t, short.Last(), "seeks after release are answered from memory")
+	require.Equal(t, qkey("short", 2), short.Key())
+	require.True(t, short.SeekGE(qkey("short", 2)))
+	require.NoError(t, short.Close())
+
+	long, err := s.NewIter(qprefix("long"), codec.PrefixEnd(qprefix("long")))
+	require.NoError(t, err)
+	require.True(t, long.First())
+	require.EqualValues(t, 1, s.Pool().Stat().AcquiredConns(), "a paged iterator holds its view")
+	require.Len(t, scanAll(t, long), 100)
+	require.True(t, long.Last())
+	require.Equal(t, qkey("long", 100), long.Key())
+	require.NoError(t, long.Close())
+	idle()
+}
+
+// Seeks on a snapshot's iterators: SeekPrefixGE stays within the prefix,
+// NextPrefix visits each document once at its newest version, Last is the
+// last key below the bound.
+func TestSnapshotSeeks(t *testing.T) {
+	s := openStore(t, sqlkv.Config{})
+	ids := []string{"a", "a\x00", "b", "doc-1", "doc-10"}
+	require.NoError(t, apply(s, func(b storage.Batch) {
+		for n, id := range ids {
+			for v := int64(1); v <= int64(n+1)*7; v++ { // up to 35 versions: several pages
+				_ = b.Set(vkey(id, v), []byte(fmt.Sprint(v)))
+			}
+		}
+	}))
+	snap, err := s.NewSnapshot()
+	require.NoError(t, err)
+	defer snap.Close()
+	mustSet(t, s, vkey("a", 100), []byte("after the snapshot"))
+	lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "c")
+	it, err := snap.NewIter(lo, codec.PrefixEnd(lo))
+	require.NoError(t, err)
+	defer it.Close()
+	var newest []string
+	for ok := it.First(); ok; ok = it.NextPrefix() {
+		v, _ := it.Value()
+		newest = append(newest, string(v))
+	}
+	require.Equal(t, []string{"7", "14", "21", "28", "35"}, newest)
+	n := 0
+	for ok := it.SeekPrefixGE(doc("doc-1")); ok; ok = it.Next() {
+		require.True(t, bytes.HasPrefix(it.Key(), doc("doc-1")))
+		n++
+	}
+	require.Equal(t, 28, n, "SeekPrefixGE stays within doc-1 (doc-10 follows it)")
+	require.True(t, it.Last())
+	require.Equal(t, vkey("doc-10", 1), it.Key())
+	v, err := snap.Get(vkey("a", 100))
+	require.ErrorIs(t, err, storage.ErrNotFound, "the snapshot predates it (%s)", v)
+}
+
+// Close ends a snapshot and its iterators: their next calls report
+// ErrClosed, and no connection stays acquired.
+func TestCloseEndsViews(t *testing.T) {
+	s, err := sqlkv.NewStore(context.Background(), sqlkv.Config{DSN: dsn, Table: newTable()})
+	require.NoError(t, err)
+	for i := int64(1); i <= 50; i++ {
+		mustSet(t, s, qkey("q", i), []byte("x"))
+	}
+	snap, err := s.NewSnapshot()
+	require.NoError(t, err)
+	it, err := s.NewIter(qprefix("q"), codec.PrefixEnd(qprefix("q")))
+	require.NoError(t, err)
+	require.True(t, it.First())
+	ch, err := s.Watch(context.Background(), stateKey("a"), stateKey("b"))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	for it.Next() {
+	}
+	require.ErrorIs(t, it.Error(), storage.ErrClosed)
+	_, err = snap.Get(qkey("q", 1))
+	require.ErrorIs(t, err, storage.ErrClosed)
+	_, ok := <-ch
+	require.False(t, ok, "Close closes watches")
+	require.NoError(t, snap.Close())
+	require.NoError(t, it.Close())
+}

@@ -1,0 +1,237 @@
+package sqlkv
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Watch implements storage.Watcher.
+//
+// On PostgreSQL, a batch that writes a key of a notified family
+// (Config.NotifyFamilies) sends one pg_notify on the table's channel,
+// inside its transaction, naming the keys; PostgreSQL delivers it at
+// commit to every session listening then. Each store listens on one
+// connection of its own, opened by the first Watch; a Watch on a range
+// inside one notified family registers with it and is woken by the
+// notifications that name a key in its range. LISTEN has completed before
+// Watch returns, so no commit after that is missed. If the listening
+// connection breaks, every such watch's channel closes (the caller reads
+// again and watches again, which reconnects).
+//
+// Any other Watch (a range outside the notified families, a dialect
+// without LISTEN, or NoWatch) wakes every PollInterval: the contract
+// allows spurious wake-ups, and the caller's re-read finds what changed.
+func (s *Store) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
+	if len(lo) == 0 || bytes.Compare(lo, hi) >= 0 {
+		return nil, fmt.Errorf("%w: sqlkv: watch of an empty or unbounded range [%x, %x)", storage.ErrInvalid, lo, hi)
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	if s.cfg.NoWatch || !s.notifiedFamily(lo, hi) {
+		return s.poll(ctx), nil
+	}
+	return s.hub.add(ctx, bytes.Clone(lo), bytes.Clone(hi))
+}
+
+// notifiedFamily reports whether [lo, hi) lies inside one notified family.
+func (s *Store) notifiedFamily(lo, hi []byte) bool {
+	f := lo[0]
+	if !s.notify[f] {
+		return false
+	}
+	return f == 0xff || bytes.Compare(hi, []byte{f + 1}) <= 0
+}
+
+// poll returns a channel that receives every PollInterval until ctx ends
+// or the store closes.
+func (s *Store) poll(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	go func() {
+		defer close(ch)
+		t := time.NewTicker(s.cfg.PollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.done:
+				return
+			case <-t.C:
+				select {
+				case ch <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// hub dispatches the notifications of one listening connection to the
+// watches registered with it.
+type hub struct {
+	s        *Store
+	mu       sync.Mutex
+	closed   bool
+	l        *listener
+	watchers map[*watcher]struct{}
+}
+
+type listener struct {
+	conn   *pgx.Conn
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type watcher struct {
+	lo, hi []byte
+	ch     chan struct{}
+	l      *listener
+}
+
+func newHub(s *Store) *hub { return &hub{s: s, watchers: map[*watcher]struct{}{}} }
+
+func (h *hub) add(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, storage.ErrClosed
+	}
+	if h.l == nil {
+		l, err := h.listen(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.l = l
+	}
+	w := &watcher{lo: lo, hi: hi, ch: make(chan struct{}, 1), l: h.l}
+	h.watchers[w] = struct{}{}
+	context.AfterFunc(ctx, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if _, ok := h.watchers[w]; ok {
+			delete(h.watchers, w)
+			close(w.ch)
+		}
+	})
+	return w.ch, nil
+}
+
+// listen opens the listening connection and starts its loop. The caller
+// holds h.mu.
+func (h *hub) listen(ctx context.Context) (*listener, error) {
+	conn, err := pgx.ConnectConfig(ctx, h.s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("sqlkv: watch: connect: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{h.s.channel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("sqlkv: watch: listen: %w", err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	l := &listener{conn: conn, cancel: cancel, done: make(chan struct{})}
+	go h.loop(lctx, l)
+	return l, nil
+}
+
+func (h *hub) loop(ctx context.Context, l *listener) {
+	defer close(l.done)
+	for {
+		n, err := l.conn.WaitForNotification(ctx)
+		if err != nil {
+			break
+		}
+		h.dispatch(n.Payload)
+	}
+	h.mu.Lock()
+	for w := range h.watchers {
+		if w.l == l {
+			delete(h.watchers, w)
+			close(w.ch)
+		}
+	}
+	if h.l == l {
+		h.l = nil
+	}
+	h.mu.Unlock()
+	l.conn.Close(context.Background())
+}
+
+// dispatch wakes the watches whose range holds a key the payload names.
+func (h *hub) dispatch(payload string) {
+	var keys [][]byte
+	var ranges [][2][]byte
+	all := payload == "*"
+	if !all {
+		for _, e := range strings.Split(payload, ",") {
+			switch {
+			case strings.HasPrefix(e, "k"):
+				k, err := hex.DecodeString(e[1:])
+				if err != nil {
+					all = true
+				}
+				keys = append(keys, k)
+			case strings.HasPrefix(e, "r"):
+				lo, hi, _ := strings.Cut(e[1:], "-")
+				a, err1 := hex.DecodeString(lo)
+				b, err2 := hex.DecodeString(hi)
+				if err1 != nil || err2 != nil {
+					all = true
+				}
+				ranges = append(ranges, [2][]byte{a, b})
+			default:
+				all = true // a payload of a newer version: wake everyone
+			}
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.watchers {
+		if all || w.wants(keys, ranges) {
+			select {
+			case w.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+func (w *watcher) wants(keys [][]byte, ranges [][2][]byte) bool {
+	for _, k := range keys {
+		if bytes.Compare(w.lo, k) <= 0 && bytes.Compare(k, w.hi) < 0 {
+			return true
+		}
+	}
+	for _, r := range ranges {
+		if bytes.Compare(r[0], w.hi) < 0 && bytes.Compare(r[1], w.lo) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// close ends every watch and the listening connection.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	l := h.l
+	for w := range h.watchers {
+		delete(h.watchers, w)
+		close(w.ch)
+	}
+	h.mu.Unlock()
+	if l != nil {
+		l.cancel()
+		<-l.done
+	}
+}
