@@ -54,16 +54,43 @@
 //
 // # Stability
 //
-// The key layout, the comparer name and the msgpack value encoding of store
-// format 1 ([FormatVersion]) are frozen: a store written by this version is
-// readable by every later version. A later format will be refused by this
-// version with [ErrFormat] rather than misread. The Go API may still change
-// before v1.0.0.
+// tipkv is at v0. Before 1.0 a minor release (v0.x to v0.y) may change the
+// Go API, and CHANGELOG.md lists every such change with what to write
+// instead; a patch release does not break it. From v1.0.0 the module
+// follows semantic import versioning and the Go 1 compatibility practice:
+// within v1, correct code keeps compiling and behaving as documented
+// (fixes of security problems, and of behaviour that contradicts the
+// documentation, aside); a breaking change means a new module path,
+// github.com/tipkv/tipkv/v2. Packages under internal/ carry no promise.
+//
+// The on-disk format has its own version, [FormatVersion], before and
+// after 1.0 alike. Every release reads every format an earlier release
+// wrote. A store of a newer format is refused with [ErrFormat] and left as
+// it is, never misread. An older format is upgraded in place only when the
+// store is opened for writing (a ReadOnly open changes nothing), and what
+// was fixed when the store was created, such as how struct fields are
+// named, is kept. There is no downgrade: upgrade every process that opens a
+// store before the first one writes it. Any change to what is stored (key
+// layout, the comparer name "tipkv.v1", value encoding, a new key family)
+// comes with a new format version. Values are decoded into your types as
+// they are now; package codec says what a change of a type's shape does.
 //
 // # Durability and concurrency
 //
 // A DB is safe for concurrent use. Writes are synced before they return
 // unless [Options.NoSync] is set; concurrent synced writers share Pebble's
-// group commit. A DB belongs to one process at a time: Pebble locks the
-// directory.
+// group commit. A DB on Pebble belongs to one process at a time: Pebble
+// locks the directory.
+//
+// # Engines
+//
+// Open runs tipkv on Pebble, embedded: one process owns the store and
+// keeps versions, sequence numbers, leases and watermarks in memory. The
+// same key layout runs on engines shared by several processes (module
+// github.com/tipkv/tipkv/etcdkv for etcd, github.com/tipkv/tipkv/sqlkv for
+// PostgreSQL and YugabyteDB): there the store is the truth and memory a
+// hint, every write that depends on a read carries a condition checked at
+// commit, and [DB.Update] may run its function again when another process
+// won a race. The packages' docs say which guarantees hold on which kind
+// of engine.
 package tipkv
