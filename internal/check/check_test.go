@@ -23,7 +23,9 @@ func qkey(fam byte, q string, seq int64) []byte {
 	return codec.AppendAsc(codec.AppendString([]byte{fam}, q), seq)
 }
 
-func item() []byte { return append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{}), 0x01) }
+func item() []byte {
+	return append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{}), 0x01)
+}
 
 // store returns a DB holding a healthy sample and a function that writes
 // raw keys into it.

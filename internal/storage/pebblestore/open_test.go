@@ -45,7 +45,9 @@ func TestBatchOverTheLimit(t *testing.T) {
 // mount does.
 type readOnlyFS struct{ vfs.FS }
 
-func (fs readOnlyFS) Lock(string) (io.Closer, error) { return nil, &os.PathError{Op: "open", Err: syscall.EROFS} }
+func (fs readOnlyFS) Lock(string) (io.Closer, error) {
+	return nil, &os.PathError{Op: "open", Err: syscall.EROFS}
+}
 func (fs readOnlyFS) Create(string, vfs.DiskWriteCategory) (vfs.File, error) {
 	return nil, &os.PathError{Op: "open", Err: syscall.EROFS}
 }
