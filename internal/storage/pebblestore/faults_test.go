@@ -59,6 +59,9 @@ func runChild(t *testing.T, role, dir string) []report {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+role, "TIPKV_DIR="+dir)
+	// A child must not outlive a test that fails or times out: one left on
+	// a full disk spins in Pebble's flush retries.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
