@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
@@ -44,11 +45,15 @@ type Config struct {
 	// stalls, background errors, corruption), after the store has acted on
 	// it.
 	Events func(Event)
+	// Logger, if set, logs the same events at their Level. Its handler
+	// runs on Pebble's goroutines, some of them holding Pebble's locks: it
+	// must not block for long, nor call the store. Nil: nothing is logged.
+	Logger *slog.Logger
 }
 
 // Event is something Pebble reported, for logging.
 type Event struct {
-	Kind  string // "corruption", "background-error", "write-stall", "write-stall-end", "writes-refused", "writes-resumed", "disk-slow", "fatal", "flush", "compaction", "error"
+	Kind  string // one of the Event constants (EventFlush, ...)
 	Error error  // for errors
 	Info  string // Pebble's description
 }
@@ -91,10 +96,12 @@ type Store struct {
 	gate gate
 	f    faults
 
-	fs     vfs.FS
-	dir    string
-	format int
-	marker Marker
+	fs       vfs.FS
+	dir      string
+	format   int
+	marker   Marker
+	inMemory bool
+	readOnly bool
 
 	// commitMu orders conditional batches against every other batch: a
 	// batch with conditions holds it exclusively from the check to the
@@ -135,9 +142,9 @@ func Open(dir string, cfg Config) (s *Store, err error) {
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
 	opts := Options(cfg, cache)
-	s = &Store{fs: cfg.FS, dir: dir, format: cfg.FormatVersion, marker: m}
+	s = &Store{fs: cfg.FS, dir: dir, format: cfg.FormatVersion, marker: m, inMemory: cfg.InMemory, readOnly: cfg.ReadOnly}
 	s.gate.init()
-	s.f.init(s, cfg.Events)
+	s.f.init(s, cfg.Events, cfg.Logger)
 	opts.Logger = &s.f
 	opts.EventListener = s.f.listener()
 	if cfg.ReadOnly {
