@@ -29,7 +29,8 @@ func TestQuick(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png"} {
+	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png",
+		"ratios-versions.png", "ratios-queues.png", "ratios-feeds.png"} {
 		fi, err := os.Stat(filepath.Join(cfg.Out, name))
 		if err != nil || fi.Size() == 0 {
 			t.Errorf("chart %s: %v", name, err)

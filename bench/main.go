@@ -234,6 +234,9 @@ func run(cfg config, w io.Writer) error {
 		if err := readCostChart(res.table, "Document reads", cfg.Out, "read-cost.png"); err != nil {
 			return err
 		}
+		if err := ratioChart(res.table, "Document versions", cfg.Out, "ratios-versions.png"); err != nil {
+			return err
+		}
 	}
 	if want("queues") {
 		res, err := runQueues(cfg, dir)
@@ -247,6 +250,9 @@ func run(cfg config, w io.Writer) error {
 		if err := churnChart(res, cfg.Out, "disk-over-churn.png"); err != nil {
 			return err
 		}
+		if err := ratioChart(res.table, "Queues", cfg.Out, "ratios-queues.png"); err != nil {
+			return err
+		}
 	}
 	if want("feeds") {
 		res, err := runFeeds(cfg, dir)
@@ -255,6 +261,9 @@ func run(cfg config, w io.Writer) error {
 		}
 		res.table.write(w)
 		if err := readCostChart(res.table, "Feed reads", cfg.Out, "feed-read-cost.png"); err != nil {
+			return err
+		}
+		if err := ratioChart(res.table, "Event feeds", cfg.Out, "ratios-feeds.png"); err != nil {
 			return err
 		}
 	}
