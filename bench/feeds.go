@@ -105,7 +105,7 @@ func runFeeds(cfg config, parent string) (*feedsResult, error) {
 		}
 		return out
 	}
-	perChunk := max(cfg.LoadChunk/cfg.LoadBatch, 1)
+	perChunk := cfg.loadPer(len(batches))
 	var sides []side
 	for _, o := range stores {
 		s := o.s

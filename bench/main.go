@@ -55,10 +55,10 @@ type config struct {
 	RowTime    time.Duration // a row stops at the first block of rounds past this
 	Target     float64       // a row stops once every interval is within this fraction of its ratio
 	ReadQuiet  time.Duration // quiet window that ends a read chunk
-	WriteQuiet time.Duration // quiet window that ends a write chunk
+	WriteQuiet time.Duration // quiet window that ends a write chunk (Badger's: see writeQuiet)
 
 	LoadBatch int // versions (events) per write batch of a load
-	LoadChunk int // versions (events) per system per round of a load
+	LoadChunk int // most versions (events) per system per round of a load; a load has at least loadRounds rounds
 	PutChunk  int // commits per chunk of the put row
 	SyncChunk int // commits per chunk of a synced row
 	SyncDocs  int // documents in the stores of the synced put row
@@ -90,7 +90,7 @@ func fullConfig() config {
 		CacheSize: 128 << 20, MemTableSize: 16 << 20,
 		Quiet: 20 * time.Second,
 		Chunk: 20 * time.Millisecond, MinRounds: 12, MaxRounds: 72, RowTime: 10 * time.Second, Target: 0.05,
-		ReadQuiet: 5 * time.Millisecond, WriteQuiet: 100 * time.Millisecond,
+		ReadQuiet: 5 * time.Millisecond, WriteQuiet: 20 * time.Millisecond,
 		LoadBatch: 10_000, LoadChunk: 200_000, PutChunk: 1_000, SyncChunk: 20, SyncDocs: 1_000,
 		Consumed:      []int{0, 10_000, 100_000, 1_000_000},
 		TableConsumed: []int{0, 100_000, 1_000_000},
@@ -133,8 +133,28 @@ func (c config) method() string {
 		"a ratio is the geometric mean of the per-round ratios tipkv/peer with its 95%% t-interval, "+
 		"and a row stops once every interval is within +-%.0f%% (at least %d rounds) or at %d rounds or %s (cap). "+
 		"A time is the median over the rounds. A read chunk lasts %s; every chunk ends when the process has been idle "+
-		"for %s (reads) or %s (writes), and that background work counts.",
-		100*c.Target, c.MinRounds, c.MaxRounds, c.RowTime, c.Chunk, c.ReadQuiet, c.WriteQuiet)
+		"for %s (reads) or %s (writes; Badger's %s), and that background work counts.",
+		100*c.Target, c.MinRounds, c.MaxRounds, c.RowTime, c.Chunk, c.ReadQuiet, c.WriteQuiet, c.writeQuiet(sysBadger))
+}
+
+// loadRounds is the fewest rounds a load is cut into, for an interval with
+// some degrees of freedom.
+const loadRounds = 20
+
+// loadPer returns how many of a load's n batches go into one chunk.
+func (c config) loadPer(n int) int {
+	return max(min(c.LoadChunk/c.LoadBatch, n/loadRounds), 1)
+}
+
+// writeQuiet is the quiet window that ends a write chunk of system.
+// Pebble and LevelDB start a flush or compaction as soon as a write calls
+// for one; Badger's compactors look for work every 50 ms, so its window
+// spans two of their ticks.
+func (c config) writeQuiet(system string) time.Duration {
+	if system == sysBadger {
+		return max(c.WriteQuiet, 100*time.Millisecond)
+	}
+	return c.WriteQuiet
 }
 
 func main() {

@@ -135,13 +135,15 @@ func enqueueRows(cfg config, systems []queueSystem, parent string, t *table) err
 		}
 		for _, batch := range []int{1, cfg.EnqueueBatch} {
 			commits := max(cfg.EnqueueItems/batch, 1)
-			quiet := cfg.WriteQuiet
 			if synced {
-				commits, quiet = cfg.SyncChunk, 0
+				commits = cfg.SyncChunk
 			}
 			var sides []side
 			for k, s := range use {
-				q := qs[k]
+				q, quiet := qs[k], cfg.writeQuiet(s.name)
+				if synced {
+					quiet = 0 // wall time, and nothing in the background worth the wait
+				}
 				gen := newValueGen(cfg.Seed+20+uint64(k), cfg.ValueSize)
 				sides = append(sides, side{system: s.name, chunk: func() (float64, error) {
 					items := gen.next(commits * batch)
@@ -321,7 +323,7 @@ func churnRows(cfg config, systems []queueSystem, parent string, res *queuesResu
 					}
 				}
 				return n, nil
-			}, cfg.WriteQuiet, false)
+			}, cfg.writeQuiet(s.name), false)
 			if err != nil {
 				return 0, err
 			}

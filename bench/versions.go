@@ -183,7 +183,7 @@ func loadSide[B any](cfg config, name string, batches []B, per int, records func
 				n += len(r)
 			}
 			return n, nil
-		}, cfg.WriteQuiet, false)
+		}, cfg.writeQuiet(name), false)
 	}}
 }
 
@@ -224,7 +224,7 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 	// The load, paired: every round writes the next chunk of batches into
 	// each store in turn.
 	batches := data.batches(cfg)
-	per := max(cfg.LoadChunk/cfg.LoadBatch, 1)
+	per := cfg.loadPer(len(batches))
 	var sides []side
 	for _, o := range stores {
 		sides = append(sides, loadSide(cfg, o.name, batches, per, batchSpec.records, o.store.put))
@@ -330,7 +330,7 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 	// expect every document at version Versions.
 	sides = nil
 	for k, o := range stores {
-		sides = append(sides, putSide(cfg, o.name, o.store, data.docs, o.seqs.puts, nv, uint64(k), cfg.PutChunk, cfg.WriteQuiet, false))
+		sides = append(sides, putSide(cfg, o.name, o.store, data.docs, o.seqs.puts, nv, uint64(k), cfg.PutChunk, cfg.writeQuiet(o.name), false))
 	}
 	progress("versions: put, 1 per commit")
 	put, err := runPaired(sides, cfg.plan())
