@@ -246,10 +246,12 @@ func run(cfg config, w io.Writer) error {
 		"Load average at the start: %s.\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, filepath.Dir(dir), measured, loadAvg())
 	if want("versions") {
+		load0 := loadAvg()
 		res, err := runVersions(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("versions: %w", err)
 		}
+		res.table.loadNote(load0)
 		res.table.write(w)
 		if err := readCostChart(res.table, "Document reads", cfg.Out, "read-cost.png"); err != nil {
 			return err
@@ -259,10 +261,12 @@ func run(cfg config, w io.Writer) error {
 		}
 	}
 	if want("queues") {
+		load0 := loadAvg()
 		res, err := runQueues(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("queues: %w", err)
 		}
+		res.table.loadNote(load0)
 		res.table.write(w)
 		if err := dequeueChart(res, cfg.Out, "dequeue-vs-consumed.png"); err != nil {
 			return err
@@ -275,10 +279,12 @@ func run(cfg config, w io.Writer) error {
 		}
 	}
 	if want("feeds") {
+		load0 := loadAvg()
 		res, err := runFeeds(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("feeds: %w", err)
 		}
+		res.table.loadNote(load0)
 		res.table.write(w)
 		if err := readCostChart(res.table, "Feed reads", cfg.Out, "feed-read-cost.png"); err != nil {
 			return err
@@ -289,6 +295,12 @@ func run(cfg config, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "Total wall time: %s. Load average at the end: %s. Charts in %s.\n", time.Since(start).Round(time.Second), loadAvg(), cfg.Out)
 	return nil
+}
+
+// loadNote adds the machine's load at the start and the end of the
+// section to t's notes: the figures depend on it.
+func (t *table) loadNote(start string) {
+	t.notes = append(t.notes, fmt.Sprintf("Load average (1, 5, 15 minutes) at the start of this section: %s; at its end: %s.", start, loadAvg()))
 }
 
 // loadAvg returns the machine's load averages over 1, 5 and 15 minutes,
