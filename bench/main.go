@@ -122,17 +122,26 @@ func quickConfig() config {
 	}
 }
 
-// plan is the stopping rule of a row with no fixed amount of work.
+// plan is the stopping rule of a read row.
 func (c config) plan() plan {
 	return plan{minRounds: c.MinRounds, maxRounds: c.MaxRounds, maxTime: c.RowTime, target: c.Target}
 }
 
+// writePlan is the stopping rule of a write row with no fixed amount of
+// work: the read rule, reporting the ratio of totals.
+func (c config) writePlan() plan {
+	p := c.plan()
+	p.totals = true
+	return p
+}
+
 // method says in a sentence how rows are paired, for the tables' notes.
 func (c config) method() string {
-	return fmt.Sprintf("Each row runs in rounds of one chunk per system, in an order that rotates from round to round; "+
-		"a ratio is the geometric mean of the per-round ratios tipkv/peer with its 95%% t-interval, "+
-		"and a row stops once every interval is within +-%.0f%% (at least %d rounds) or at %d rounds or %s (cap). "+
-		"A time is the median over the rounds. A read chunk lasts %s; every chunk ends when the process has been idle "+
+	return fmt.Sprintf("Each row runs in rounds of one chunk per system, in an order that rotates from round to round. "+
+		"A read row gives the median time over the rounds and the geometric mean of the per-round ratios tipkv/peer with its 95%% t-interval; "+
+		"a write row (load, put, enqueue, dequeue, churn) gives the mean time, bursts included, and the ratio of the totals with its 95%% interval (delta method). "+
+		"A row stops once every interval is within +-%.0f%% (at least %d rounds) or at %d rounds or %s (cap). "+
+		"A read chunk lasts %s of the clock; every chunk ends when the process has been idle "+
 		"for %s (reads) or %s (writes; Badger's %s), and that background work counts.",
 		100*c.Target, c.MinRounds, c.MaxRounds, c.RowTime, c.Chunk, c.ReadQuiet, c.WriteQuiet, c.writeQuiet(sysBadger))
 }

@@ -29,7 +29,7 @@ type row struct {
 	group  string // "hot", "uniform", ... ; "" when there is none
 	op     string
 	unit   string             // "ns/op", "ns/item", "bytes"
-	values map[string]float64 // per system: the median over the rounds, or the one measurement
+	values map[string]float64 // per system: the median (reads) or mean (writes) over the rounds, or the one measurement
 	times  map[string][]float64
 	ratios map[string]estimate // per peer: tipkv / peer
 	rounds int                 // 0: one measurement per system, no rounds
@@ -54,7 +54,7 @@ func (t *table) addPaired(group, op, unit string, res *paired, wall bool) {
 	r := row{group: group, op: op, unit: unit, values: map[string]float64{}, times: res.times,
 		ratios: map[string]estimate{}, rounds: res.rounds, capped: res.capped, wall: wall}
 	for i, s := range res.systems {
-		r.values[s] = res.median(s)
+		r.values[s] = res.value(s)
 		if i > 0 {
 			r.ratios[s] = res.ratio(s)
 		}

@@ -9,18 +9,30 @@ import (
 
 // Every timed row of the comparison runs through runPaired. The row is cut
 // into chunks; a round runs one chunk per system, in an order that rotates
-// from round to round, and each round gives one ratio per peer: tipkv's
-// time per operation in that round over the peer's. Load on the machine
-// that changes from second to second then lands on both sides of a ratio
-// alike, and the spread of the per-round ratios says how far the row can
-// be trusted.
+// from round to round. Load on the machine that changes from second to
+// second then lands on every side of a ratio alike, and the spread from
+// round to round says how far the row can be trusted.
 //
-// The figure reported is the geometric mean of a peer's per-round ratios,
-// with a 95% Student-t interval computed on their logarithms. Rounds go on
-// until every peer's interval is within plan.target of its ratio (at least
-// plan.minRounds), or until the plan's cap on rounds or time; a row that
-// stopped at the cap says so. The rule is checked only after whole cycles
-// of orders (see orders), so every order has run equally often.
+// What a row reports depends on what it measures:
+//
+//   - A read costs about the same every time; what varies from chunk to
+//     chunk is the machine and the garbage collector, which serves the
+//     whole process (every store's heap), so one cycle landing in one
+//     chunk is noise, not the read's cost. A read row reports the
+//     geometric mean of the per-round ratios tipkv/peer, with a 95%
+//     Student-t interval on their logarithms, and the median time of each
+//     system: one odd chunk cannot move it.
+//   - A write's cost comes in bursts: a flush every so many commits, a
+//     compaction now and then, and the burst is part of the cost. A write
+//     row reports the ratio of the total times (the mean per item over the
+//     rounds, each system's bursts included in full), with a 95% t-interval
+//     from the linearised variance of that ratio (the delta method) on the
+//     log scale, and the mean time of each system.
+//
+// A row stops once every peer's interval is within plan.target of its
+// ratio (after at least plan.minRounds), or at the plan's cap on rounds or
+// time, and then says so. The rule is checked only after whole cycles of
+// orders (see orders), so every order has run equally often.
 
 // A side is one system's part of a paired row.
 type side struct {
@@ -40,6 +52,9 @@ type plan struct {
 	// +-5%. 0 runs exactly maxRounds (rows whose work is fixed: a load,
 	// the churn test).
 	target float64
+	// totals makes the row report the ratio of total times, for writes;
+	// otherwise it reports the geometric mean of the per-round ratios.
+	totals bool
 }
 
 // most returns the most rounds p runs for k systems: maxRounds, rounded up
@@ -52,8 +67,8 @@ func (p plan) most(k int) int {
 	return (p.maxRounds + c - 1) / c * c
 }
 
-// fixedPlan runs exactly n rounds.
-func fixedPlan(n int) plan { return plan{minRounds: n, maxRounds: n} }
+// fixedPlan runs exactly n rounds of a write whose amount is fixed.
+func fixedPlan(n int) plan { return plan{minRounds: n, maxRounds: n, totals: true} }
 
 // A paired is what a row measured: every system's time per operation in
 // each round, in round order.
@@ -62,6 +77,7 @@ type paired struct {
 	times   map[string][]float64
 	rounds  int
 	capped  bool // stopped at the cap before the target was reached
+	totals  bool // ratio of totals (writes), not the geometric mean of per-round ratios (reads)
 	wall    time.Duration
 	windows float64 // quiet windows per chunk: 1 when nothing ran in the background
 }
@@ -93,7 +109,7 @@ func orders(k int) [][]int {
 // runPaired runs rounds of sides' chunks until p says stop. sides[0] must be
 // tipkv.
 func runPaired(sides []side, p plan) (*paired, error) {
-	res := &paired{times: map[string][]float64{}}
+	res := &paired{times: map[string][]float64{}, totals: p.totals}
 	for _, s := range sides {
 		res.systems = append(res.systems, s.system)
 	}
@@ -154,14 +170,24 @@ func (r *paired) precise(target float64) bool {
 	return true
 }
 
-// median returns the system's median time per operation over the rounds.
-func (r *paired) median(system string) float64 { return median(r.times[system]) }
+// value returns the system's time per operation over the rounds: the
+// mean for a write row, the median for a read row.
+func (r *paired) value(system string) float64 {
+	if r.totals {
+		return mean(r.times[system])
+	}
+	return median(r.times[system])
+}
 
-// ratio estimates tipkv's time over the peer's from the per-round ratios.
+// ratio estimates tipkv's time over the peer's.
 func (r *paired) ratio(peer string) estimate {
 	a, b := r.times[r.systems[0]], r.times[peer]
-	logs := make([]float64, 0, len(a))
-	for i := range min(len(a), len(b)) {
+	n := min(len(a), len(b))
+	if r.totals {
+		return totalsInterval(a[:n], b[:n])
+	}
+	logs := make([]float64, 0, n)
+	for i := range n {
 		logs = append(logs, math.Log(max(a[i], 1e-3)/max(b[i], 1e-3)))
 	}
 	return logInterval(logs)
@@ -209,6 +235,38 @@ func logInterval(logs []float64) estimate {
 	}
 	hw := tQuantile975(n-1) * math.Sqrt(ss/float64(n-1)/float64(n))
 	return estimate{ratio: math.Exp(mean), lo: math.Exp(mean - hw), hi: math.Exp(mean + hw), n: n}
+}
+
+// totalsInterval returns mean(a)/mean(b) for paired rounds a and b, with a
+// 95% interval: the delta method gives the ratio's standard error as the
+// standard deviation of a[i] - R*b[i] over sqrt(n)*mean(b); the interval is
+// taken on the log scale, so that it stays above 0 and reads the same
+// either way up.
+func totalsInterval(a, b []float64) estimate {
+	n := len(a)
+	if n == 0 {
+		return estimate{ratio: math.NaN(), lo: math.NaN(), hi: math.NaN()}
+	}
+	r := mean(a) / mean(b)
+	if n == 1 {
+		return estimate{ratio: r, lo: math.NaN(), hi: math.NaN(), n: 1}
+	}
+	ss := 0.0
+	for i := range a {
+		d := a[i] - r*b[i]
+		ss += d * d
+	}
+	se := math.Sqrt(ss/float64(n-1)) / (math.Sqrt(float64(n)) * mean(b)) / r
+	hw := tQuantile975(n-1) * se
+	return estimate{ratio: r, lo: r * math.Exp(-hw), hi: r * math.Exp(hw), n: n}
+}
+
+func mean(xs []float64) float64 {
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
 }
 
 // t975 holds the 0.975 quantiles of Student's t distribution for 1 to 30
@@ -277,11 +335,13 @@ type quietStats struct{ chunks, windows int }
 var quiet quietStats
 
 // forDuration returns a chunk body that calls op with consecutive
-// positions from *pos on until d has passed (at least once), and advances
-// *pos.
+// positions from *pos on until the clock has advanced by d (at least one
+// call), and advances *pos. With the CPU clock a chunk is an amount of
+// work, not of waiting: a chunk during which the machine's other jobs held
+// the cores still does d of work.
 func forDuration(op func(i int) error, pos *int, d time.Duration) func() (int, error) {
 	return func() (int, error) {
-		t0, n, step := time.Now(), 0, 1
+		c0, n, step := clock(), 0, 1
 		for {
 			for range step {
 				if err := op(*pos); err != nil {
@@ -290,10 +350,10 @@ func forDuration(op func(i int) error, pos *int, d time.Duration) func() (int, e
 				*pos++
 				n++
 			}
-			if time.Since(t0) >= d {
+			if clock()-c0 >= int64(d) {
 				return n, nil
 			}
-			step = min(2*step, 16) // slow operations check the time after each call
+			step = min(2*step, 16) // slow operations check the clock after each call
 		}
 	}
 }

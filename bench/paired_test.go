@@ -49,6 +49,34 @@ func TestLogInterval(t *testing.T) {
 	}
 }
 
+func TestTotalsInterval(t *testing.T) {
+	// tipkv takes 10 in every round but one, where a flush makes it 100;
+	// the peer takes 20 throughout. The ratio of totals charges the flush:
+	// 170/160; the geometric mean of the per-round ratios would not.
+	a := []float64{10, 10, 10, 10, 10, 10, 10, 100}
+	b := []float64{20, 20, 20, 20, 20, 20, 20, 20}
+	e := totalsInterval(a, b)
+	if math.Abs(e.ratio-170.0/160) > 1e-12 || !(e.lo < e.ratio && e.ratio < e.hi) || e.n != 8 {
+		t.Errorf("got %+v, want %g inside its interval", e, 170.0/160)
+	}
+	if g := logInterval(logRatios(a, b)); g.ratio > 0.8 {
+		t.Errorf("geometric mean %g: expected it to discount the burst", g.ratio)
+	}
+	// Proportional rounds: no spread, no width.
+	e = totalsInterval([]float64{1, 2, 3}, []float64{2, 4, 6})
+	if e.ratio != 0.5 || e.lo != 0.5 || e.hi != 0.5 {
+		t.Errorf("proportional: %+v", e)
+	}
+}
+
+func logRatios(a, b []float64) []float64 {
+	var out []float64
+	for i := range a {
+		out = append(out, math.Log(a[i]/b[i]))
+	}
+	return out
+}
+
 func TestTQuantile(t *testing.T) {
 	// R: qt(0.975, c(30, 31, 40, 60, 120, 1000))
 	for df, want := range map[int]float64{30: 2.042272, 31: 2.039513, 40: 2.021075, 60: 2.000298, 120: 1.979930, 1000: 1.962339} {
@@ -80,8 +108,8 @@ func TestRunPairedStops(t *testing.T) {
 		t.Errorf("noisy: %d rounds, capped %v, %v", r.rounds, r.capped, err)
 	}
 	r, err = runPaired(steady, fixedPlan(7))
-	if err != nil || r.rounds != 7 || r.capped {
-		t.Errorf("fixed: %d rounds, capped %v, %v", r.rounds, r.capped, err)
+	if err != nil || r.rounds != 7 || r.capped || !r.totals || r.value(sysTipkv) != 100 {
+		t.Errorf("fixed: %d rounds, capped %v, totals %v, %v", r.rounds, r.capped, r.totals, err)
 	}
 }
 

@@ -162,7 +162,7 @@ func enqueueRows(cfg config, systems []queueSystem, parent string, t *table) err
 				op += ", synced"
 			}
 			progress("queues: %s", op)
-			r, err := runPaired(sides, cfg.plan())
+			r, err := runPaired(sides, cfg.writePlan())
 			if err != nil {
 				closeAll()
 				return fmt.Errorf("%s: %w", op, err)
@@ -222,7 +222,7 @@ func dequeueRows(cfg config, systems []queueSystem, parent string, res *queuesRe
 		for _, rs := range rows {
 			var sides []side
 			for k, s := range systems {
-				sd, err := dequeueSide(cfg, s.name, qs[k], &consumed[k], rs.n, rs.budget, cfg.plan().most(len(systems)))
+				sd, err := dequeueSide(cfg, s.name, qs[k], &consumed[k], rs.n, rs.budget, cfg.writePlan().most(len(systems)))
 				if err != nil {
 					return err
 				}
@@ -230,13 +230,13 @@ func dequeueRows(cfg config, systems []queueSystem, parent string, res *queuesRe
 			}
 			op := fmt.Sprintf("dequeue, %d per call, %s consumed at the head", rs.n, thousands(level))
 			progress("queues: %s", op)
-			r, err := runPaired(sides, cfg.plan())
+			r, err := runPaired(sides, cfg.writePlan())
 			if err != nil {
 				return fmt.Errorf("%s: %w", op, err)
 			}
 			if rs.n == 1 {
 				for _, s := range systems {
-					res.dequeue[s.name] = append(res.dequeue[s.name], point{float64(level), r.median(s.name)})
+					res.dequeue[s.name] = append(res.dequeue[s.name], point{float64(level), r.value(s.name)})
 					lo, hi := quartiles(r.times[s.name])
 					res.spread[s.name] = append(res.spread[s.name], point{lo, hi})
 				}
@@ -264,14 +264,14 @@ func dequeueSide(cfg config, name string, q queueStore, consumed *int, n, budget
 	}
 	// Two calls to warm up and to see how long a call takes.
 	const warm = 2
-	t0 := time.Now()
+	c0 := clock()
 	for range warm {
 		if err := call(); err != nil {
 			return side{}, fmt.Errorf("%s: %w", name, err)
 		}
 	}
-	perCall := time.Since(t0) / warm
-	calls := int(cfg.Chunk / max(perCall, time.Microsecond))
+	perCall := max(time.Duration(clock()-c0)/warm, time.Microsecond)
+	calls := int(cfg.Chunk / perCall)
 	calls = max(min(calls, (budget-warm*n)/(n*rounds)), 1)
 	return side{system: name, chunk: func() (float64, error) {
 		return timeChunk(func() (int, error) {

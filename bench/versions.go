@@ -333,7 +333,7 @@ func runVersions(cfg config, parent string) (*versionsResult, error) {
 		sides = append(sides, putSide(cfg, o.name, o.store, data.docs, o.seqs.puts, nv, uint64(k), cfg.PutChunk, cfg.writeQuiet(o.name), false))
 	}
 	progress("versions: put, 1 per commit")
-	put, err := runPaired(sides, cfg.plan())
+	put, err := runPaired(sides, cfg.writePlan())
 	if err != nil {
 		return nil, fmt.Errorf("put: %w", err)
 	}
@@ -417,7 +417,7 @@ func syncedPuts(cfg config, parent string) (*paired, error) {
 	}
 	settleDown(cfg.Quiet)
 	progress("versions: put, 1 per commit, synced")
-	return runPaired(sides, cfg.plan())
+	return runPaired(sides, cfg.writePlan())
 }
 
 // check returns err, or an error made of format and args when ok is false.
