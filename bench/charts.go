@@ -159,7 +159,7 @@ func dequeueChart(r *queuesResult, out, name string) error {
 		return c
 	}
 	p := plot.New()
-	p.Title.Text = "Dequeue cost vs items already consumed at the head (median; bar: middle half of the rounds)"
+	p.Title.Text = "Dequeue cost vs items already consumed at the head (mean per item; bar: middle half of the rounds)"
 	p.X.Label.Text = "items consumed before the dequeue (log scale)"
 	p.Y.Label.Text = "µs per dequeue (log scale)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
