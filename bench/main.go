@@ -251,7 +251,7 @@ func run(cfg config, w io.Writer) error {
 		measured = "wall time"
 	}
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s/%s, data on disk under %s, times are %s unless a row says otherwise. "+
-		"Every ratio is tipkv / peer (time or bytes), the geometric mean of per-round ratios [its 95%% interval]: below 1 tipkv takes less. "+
+		"Every ratio is tipkv / peer (time or bytes), [its 95%% interval]: below 1 tipkv takes less; each table's note says how its rows compute it. "+
 		"Load average at the start: %s.\n\n",
 		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, filepath.Dir(dir), measured, loadAvg())
 	if want("versions") {
