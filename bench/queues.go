@@ -104,7 +104,8 @@ func runQueues(cfg config, parent string) (*queuesResult, error) {
 	t.notes = append(t.notes,
 		"tipkv dequeues with Pop (at most once, like goque's Dequeue); the naive queue seeks to <queue, 0>, reads from there and deletes with point deletes in one batch. "+
 			"goque has no batches: a batch of n is n Enqueue or Dequeue calls. goque cannot sync its writes (it opens LevelDB with no options), so it has no synced rows. "+
-			fmt.Sprintf("A dequeue row takes at most %s items per system (fewer where the next level is nearer), so a row at 0 ends with up to that many consumed. ", thousands(cfg.DequeueItems))+
+			fmt.Sprintf("A dequeue row takes at most %s items per system one per call and %s %d per call, fewer where the next level is nearer (a fifth and four fifths of the way to it). ",
+				thousands(cfg.DequeueItems/5), thousands(cfg.DequeueItems*4/5), cfg.DequeueBatch)+
 			"In the churn test the naive queue finds its head from memory (same writes, same disk use; the seek cost is the dequeue rows), so it has no churn-cycle time. "+
 			cfg.method())
 	return res, nil
