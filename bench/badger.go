@@ -10,13 +10,15 @@ import (
 // badgerOptions are Badger's defaults with the run's block cache budget,
 // no log output, and every version kept. Badger keeps table indexes and
 // bloom filters in memory outside the block cache by default
-// (IndexCacheSize 0); that is left as it is.
-func badgerOptions(dir string, cfg config) badger.Options {
+// (IndexCacheSize 0); that is left as it is. synced sets SyncWrites, which
+// syncs the write-ahead log (and value log) on every commit; Badger's
+// default is not to.
+func badgerOptions(dir string, cfg config, synced bool) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithBlockCacheSize(cfg.CacheSize).
 		WithNumVersionsToKeep(math.MaxInt32).
-		WithSyncWrites(false)
+		WithSyncWrites(synced)
 }
 
 // badgerVersions stores each version of a document as a Badger version of
@@ -30,8 +32,13 @@ type badgerVersions struct {
 	sink []byte
 }
 
-func openBadgerVersions(dir string, cfg config) (*badgerVersions, error) {
-	opts := badgerOptions(dir, cfg)
+// Conflict detection is off: in managed mode Badger never trims its list
+// of committed transactions (the trim runs only in its unmanaged mode), so
+// with detection on every read-write commit walks every earlier one. A
+// writer of versions keeps them dense by other means, as tipkv does with
+// a lock per collection.
+func openBadgerVersions(dir string, cfg config, synced bool) (*badgerVersions, error) {
+	opts := badgerOptions(dir, cfg, synced).WithDetectConflicts(false)
 	db, err := badger.OpenManaged(opts)
 	if err != nil {
 		return nil, err
@@ -110,6 +117,26 @@ func (b *badgerVersions) newest(id string, n int) (int, int64, error) {
 		count++
 	}
 	return count, oldest, nil
+}
+
+// putNext reads the key's latest version and writes the next one in the
+// same transaction, committed at that version.
+func (b *badgerVersions) putNext(id string, value []byte) (int64, error) {
+	txn := b.db.NewTransactionAt(math.MaxUint64, true)
+	defer txn.Discard()
+	key := badgerKey(nil, "v/", id) // Badger keeps the key until the commit
+	var v uint64
+	item, err := txn.Get(key)
+	switch {
+	case err == nil:
+		v = item.Version()
+	case !errors.Is(err, badger.ErrKeyNotFound):
+		return 0, err
+	}
+	if err := txn.SetEntry(badger.NewEntry(key, value)); err != nil {
+		return 0, err
+	}
+	return int64(v + 1), txn.CommitAt(v+1, nil)
 }
 
 func (b *badgerVersions) close() error { return b.db.Close() }

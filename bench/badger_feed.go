@@ -19,7 +19,7 @@ type badgerFeed struct {
 }
 
 func openBadgerFeed(dir string, cfg config) (*badgerFeed, error) {
-	opts := badgerOptions(dir, cfg).WithNumVersionsToKeep(1)
+	opts := badgerOptions(dir, cfg, false).WithNumVersionsToKeep(1)
 	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, err

@@ -18,18 +18,19 @@ func TestQuick(t *testing.T) {
 		t.Skip("builds three stores per section")
 	}
 	cfg := quickConfig()
-	cfg.Cell, cfg.Rounds = time.Millisecond, 1
+	cfg.Chunk, cfg.MinRounds, cfg.MaxRounds = time.Millisecond, 2, 2
 	cfg.Out, cfg.Tmp = t.TempDir(), t.TempDir()
 	var out bytes.Buffer
 	if err := run(cfg, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Document versions", "## Queues", "## Event feeds", "| latest, hot |", "| dequeue, 0 consumed at the head |", "naive Pebble / tipkv"} {
+	for _, want := range []string{"## Document versions", "## Queues", "## Event feeds", "| latest, hot |", "| dequeue, 1 per call, 0 consumed at the head |", "tipkv / naive Pebble", "synced"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png"} {
+	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png",
+		"ratios-versions.png", "ratios-queues.png", "ratios-feeds.png"} {
 		fi, err := os.Stat(filepath.Join(cfg.Out, name))
 		if err != nil || fi.Size() == 0 {
 			t.Errorf("chart %s: %v", name, err)
@@ -57,16 +58,19 @@ func benchVersionStores(b *testing.B) (map[string]versionStore, *versionData) {
 			benchErr = err
 			return
 		}
-		benchData = newVersionData(cfg)
+		benchData = newVersionData(cfg, 1)
 		benchStores = map[string]versionStore{}
 		for name, open := range map[string]func(string) (versionStore, error){
-			sysTipkv:  func(d string) (versionStore, error) { return openTipkvVersions(d, cfg) },
-			sysBadger: func(d string) (versionStore, error) { return openBadgerVersions(d, cfg) },
-			sysPebble: func(d string) (versionStore, error) { return openPebbleVersions(d, cfg) },
+			sysTipkv:  func(d string) (versionStore, error) { return openTipkvVersions(d, cfg, false) },
+			sysBadger: func(d string) (versionStore, error) { return openBadgerVersions(d, cfg, false) },
+			sysPebble: func(d string) (versionStore, error) { return openPebbleVersions(d, cfg, false) },
 		} {
 			s, err := open(filepath.Join(dir, slug(name)))
-			if err == nil {
-				_, err = benchData.load(cfg, s)
+			gen := newValueGen(cfg.Seed, cfg.ValueSize)
+			for _, b := range benchData.batches(cfg) {
+				if err == nil {
+					err = s.put(b.records(gen))
+				}
 			}
 			if err == nil {
 				err = s.settle()
@@ -86,25 +90,26 @@ func benchVersionStores(b *testing.B) (map[string]versionStore, *versionData) {
 
 func BenchmarkVersions(b *testing.B) {
 	stores, data := benchVersionStores(b)
+	seq := data.seqs[0] // the same reads for every system: these runs are for profiling, one system at a time
 	ops := map[string]func(s versionStore, i int) error{
 		"latest": func(s versionStore, i int) error {
-			_, err := s.latest(data.docs[data.hotDocs[i%seqLen]])
+			_, err := s.latest(data.docs[seq.hotDocs[i%seqLen]])
 			return err
 		},
 		"asof": func(s versionStore, i int) error {
-			_, err := s.asOf(data.docs[data.hotDocs[i%seqLen]], data.asOf[i%seqLen])
+			_, err := s.asOf(data.docs[seq.hotDocs[i%seqLen]], seq.asOf[i%seqLen])
 			return err
 		},
 		"newest10": func(s versionStore, i int) error {
-			_, _, err := s.newest(data.docs[data.hotDocs[i%seqLen]], 10)
+			_, _, err := s.newest(data.docs[seq.hotDocs[i%seqLen]], 10)
 			return err
 		},
 		"newest100": func(s versionStore, i int) error {
-			_, _, err := s.newest(data.longs[data.hotLongs[i%seqLen]], 100)
+			_, _, err := s.newest(data.longs[seq.hotLongs[i%seqLen]], 100)
 			return err
 		},
 		"missing": func(s versionStore, i int) error {
-			_, err := s.latest(data.docs[data.hotDocs[i%seqLen]] + "~")
+			_, err := s.latest(data.docs[seq.hotDocs[i%seqLen]] + "~")
 			if err == errMissing {
 				return nil
 			}
@@ -146,8 +151,8 @@ func BenchmarkQueueCycle(b *testing.B) {
 				if err := q.enqueue(items[i%1024 : i%1024+1]); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := q.dequeue(); err != nil {
-					b.Fatal(err)
+				if n, err := q.dequeue(1); err != nil || n != 1 {
+					b.Fatal(n, err)
 				}
 			}
 		})

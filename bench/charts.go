@@ -74,8 +74,20 @@ func readCostChart(t *table, title, out, name string) error {
 				bars.Color = colorOf(s)
 				bars.LineStyle.Width = 0
 				p.Add(bars)
+				at := us // where the value's label goes: above the bar and its whisker
+				if len(r.times[s]) > 1 {
+					lo, hi := quartiles(r.times[s])
+					whisker, err := plotter.NewLine(plotter.XYs{{X: float64(si), Y: lo / 1e3}, {X: float64(si), Y: hi / 1e3}})
+					if err != nil {
+						return err
+					}
+					whisker.Width = vg.Points(1.5)
+					p.Add(whisker)
+					at = max(at, hi/1e3)
+					top = max(top, at)
+				}
 				lbl, err := plotter.NewLabels(plotter.XYLabels{
-					XYs:    plotter.XYs{{X: float64(si), Y: us}},
+					XYs:    plotter.XYs{{X: float64(si), Y: at}},
 					Labels: []string{short(us)},
 				})
 				if err != nil {
@@ -105,7 +117,7 @@ func readCostChart(t *table, title, out, name string) error {
 	body.Max.Y = heading.Min.Y
 	headStyle := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(14)), XAlign: draw.XCenter, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
 	heading.FillText(headStyle, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: (heading.Min.Y + heading.Max.Y) / 2},
-		title+": time per read by system, lower is better")
+		title+": median time per read by system (line: middle half of the rounds), lower is better")
 	tiles := draw.Tiles{Rows: len(groups), Cols: len(ops), PadX: vg.Points(6), PadY: vg.Points(6), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(8)}
 	canvases := plot.Align(plots, tiles, body)
 	for i := range plots {
@@ -147,7 +159,7 @@ func dequeueChart(r *queuesResult, out, name string) error {
 		return c
 	}
 	p := plot.New()
-	p.Title.Text = "Dequeue cost vs items already consumed at the head"
+	p.Title.Text = "Dequeue cost vs items already consumed at the head (mean per item; bar: middle half of the rounds)"
 	p.X.Label.Text = "items consumed before the dequeue (log scale)"
 	p.Y.Label.Text = "µs per dequeue (log scale)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
@@ -163,7 +175,6 @@ func dequeueChart(r *queuesResult, out, name string) error {
 			lo, hi = min(lo, pt.y/1e3), max(hi, pt.y/1e3)
 		}
 	}
-	p.Y.Min, p.Y.Max = lo/2, hi*8 // room for the legend above the lines
 	for _, s := range r.systems {
 		var xys plotter.XYs
 		for _, pt := range r.dequeue[s] {
@@ -172,9 +183,120 @@ func dequeueChart(r *queuesResult, out, name string) error {
 		if err := addLine(p, s, xys); err != nil {
 			return err
 		}
+		for i, pt := range r.dequeue[s] {
+			q := r.spread[s][i]
+			bar, err := plotter.NewLine(plotter.XYs{{X: xOf(pt.x), Y: q.x / 1e3}, {X: xOf(pt.x), Y: q.y / 1e3}})
+			if err != nil {
+				return err
+			}
+			bar.Color, bar.Width = colorOf(s), vg.Points(1)
+			p.Add(bar)
+			lo, hi = min(lo, q.x/1e3), max(hi, q.y/1e3)
+		}
 	}
+	p.Y.Min, p.Y.Max = lo/2, hi*8
 	placeLegend(p)
 	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(out, name))
+}
+
+// ratioChart draws every ratio of t with its 95% interval, a row per
+// operation and a mark per peer, on a log scale centred on 1. A ratio
+// beyond the axis is drawn at its edge as a triangle, with its value.
+func ratioChart(t *table, title, out, name string) error {
+	const lim = 8.0 // the axis spans [1/lim, lim]
+	var rows []row
+	for _, r := range t.rows {
+		if len(r.ratios) > 0 {
+			rows = append(rows, r)
+		}
+	}
+	peers := t.systems[1:]
+	p := plot.New()
+	p.Title.Text = title + ": tipkv / peer with its 95% interval; below 1 tipkv takes less"
+	p.Title.Padding = vg.Points(8)
+	p.X.Scale = plot.LogScale{}
+	p.X.Min, p.X.Max = 1/lim, lim
+	p.X.Tick.Marker = ratioTicks{}
+	p.X.Label.Text = "tipkv / peer (log scale)"
+	p.Add(plotter.NewGrid())
+	labels := make([]string, len(rows)+1) // and an empty one on top, for the legend
+	clamp := func(v float64) float64 { return min(max(v, 1/lim), lim) }
+	for i, r := range rows {
+		y := float64(len(rows) - 1 - i) // the first row on top
+		labels[len(rows)-1-i] = r.label()
+		for j, s := range peers {
+			e, ok := r.ratios[s]
+			if !ok {
+				continue
+			}
+			yy := y + 0.3*(float64(j)-float64(len(peers)-1)/2)
+			if !math.IsNaN(e.lo) {
+				l, err := plotter.NewLine(plotter.XYs{{X: clamp(e.lo), Y: yy}, {X: clamp(e.hi), Y: yy}})
+				if err != nil {
+					return err
+				}
+				l.Color, l.Width = colorOf(s), vg.Points(2)
+				p.Add(l)
+			}
+			pt, err := plotter.NewScatter(plotter.XYs{{X: clamp(e.ratio), Y: yy}})
+			if err != nil {
+				return err
+			}
+			pt.Color = colorOf(s)
+			pt.Shape, pt.Radius = draw.CircleGlyph{}, vg.Points(3)
+			if e.ratio != clamp(e.ratio) {
+				pt.Shape, pt.Radius = draw.TriangleGlyph{}, vg.Points(4)
+				lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: clamp(e.ratio), Y: yy}}, Labels: []string{e.String()}})
+				if err != nil {
+					return err
+				}
+				for k := range lbl.TextStyle {
+					lbl.TextStyle[k].Font.Size = vg.Points(7)
+					lbl.TextStyle[k].XAlign = draw.XRight
+					lbl.TextStyle[k].YAlign = draw.YCenter
+					if e.ratio < 1 {
+						lbl.TextStyle[k].XAlign = draw.XLeft
+					}
+				}
+				lbl.Offset.X = vg.Points(6)
+				if e.ratio > 1 {
+					lbl.Offset.X = -vg.Points(6)
+				}
+				p.Add(lbl)
+			}
+			p.Add(pt)
+			if i == 0 {
+				p.Legend.Add("tipkv / "+s, pt)
+			}
+		}
+	}
+	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)) + 0.5}})
+	if err != nil {
+		return err
+	}
+	one.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+	p.Add(one)
+	p.NominalY(labels...)
+	p.Y.Tick.Label.Font.Size = vg.Points(9)
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(10)
+	return p.Save(10*vg.Inch, vg.Length(len(rows)+1)*0.32*vg.Inch+1.2*vg.Inch, filepath.Join(out, name))
+}
+
+// ratioTicks mark the powers of two: 1/8, 1/4, 1/2, 1, 2, 4, 8.
+type ratioTicks struct{}
+
+func (ratioTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Ceil(math.Log2(lo) - 1e-9); e <= math.Floor(math.Log2(hi)+1e-9); e++ {
+		v := math.Pow(2, e)
+		lbl := fmt.Sprintf("%g", v)
+		if v < 1 {
+			lbl = fmt.Sprintf("1/%g", 1/v)
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: lbl})
+	}
+	return ts
 }
 
 // placeLegend puts the legend in the top left corner of the data area,

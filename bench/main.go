@@ -3,13 +3,15 @@
 // raw Pebble with an ascending layout, queues against goque (LevelDB) and a
 // naive Pebble queue, event feeds against Badger. It builds the same data
 // set in each system, on disk under a temporary directory, prints markdown
-// tables of time per operation with the ratio peer/tipkv, and writes PNG
-// charts.
+// tables of time per operation with the ratio tipkv/peer and its 95%
+// interval, and writes PNG charts.
 //
 //	cd bench && go run .            # full run, charts into ../docs
 //	cd bench && go run . -quick     # tiny sizes, a check that it works
 //
-// A ratio above 1 means the peer takes longer than tipkv: tipkv is ahead.
+// Every ratio is tipkv's over the peer's (time or bytes): below 1 tipkv
+// takes less, as in every other column, where lower is better. How rows
+// are paired and when they stop is in paired.go.
 package main
 
 import (
@@ -44,18 +46,33 @@ type config struct {
 	CacheSize    int64 // block cache budget of every store
 	MemTableSize int64 // Pebble memtable (tipkv and raw Pebble)
 
-	Quiet  time.Duration // longest wait for background work to finish after a setup step
-	Rounds int           // interleaved rounds per read row
-	Cell   time.Duration // time per system per round per read row
+	Quiet time.Duration // longest wait for background work to finish after a setup step
+
+	// How rows are paired (paired.go).
+	Chunk      time.Duration // length of a read chunk, per system per round
+	MinRounds  int
+	MaxRounds  int
+	RowTime    time.Duration // a row stops at the first block of rounds past this
+	Target     float64       // a row stops once every interval is within this fraction of its ratio
+	ReadQuiet  time.Duration // quiet window that ends a read chunk
+	WriteQuiet time.Duration // quiet window that ends a write chunk (Badger's: see writeQuiet)
+
+	LoadBatch int // versions (events) per write batch of a load
+	LoadChunk int // most versions (events) per system per round of a load; a load has at least loadRounds rounds
+	PutChunk  int // commits per chunk of the put row
+	SyncChunk int // commits per chunk of a synced row
+	SyncDocs  int // documents in the stores of the synced put row
 
 	Consumed      []int // consumed items at the head before measuring a dequeue
-	TableConsumed []int // the levels that get a table row
-	DequeueOps    int   // most dequeues measured per level
-	DequeueTime   time.Duration
+	TableConsumed []int // the levels that get a table row, and a row of batched dequeues
+	DequeueItems  int   // most items a batched dequeue row takes per system; a single one takes a fifth
+	DequeueBatch  int
 	EnqueueBatch  int
+	EnqueueItems  int // items per chunk of an enqueue row
 	ChurnCycles   int
 	ChurnLive     int
-	ChurnSample   int
+	ChurnSample   int // cycles between two disk samples
+	ChurnChunk    int // cycles per system per round
 
 	Streams      int // feed streams with Events events each
 	Events       int
@@ -71,11 +88,15 @@ func fullConfig() config {
 		Docs: 1_000_000, Versions: 10, LongDocs: 1_000, LongVersions: 200,
 		HotDocs: 10_000, HotLong: 100, ValueSize: 100,
 		CacheSize: 128 << 20, MemTableSize: 16 << 20,
-		Quiet: 20 * time.Second, Rounds: 10, Cell: 200 * time.Millisecond,
-		Consumed:      []int{0, 1_000, 10_000, 100_000, 1_000_000},
+		Quiet: 20 * time.Second,
+		Chunk: 20 * time.Millisecond, MinRounds: 12, MaxRounds: 72, RowTime: 10 * time.Second, Target: 0.05,
+		ReadQuiet: 5 * time.Millisecond, WriteQuiet: 20 * time.Millisecond,
+		LoadBatch: 10_000, LoadChunk: 200_000, PutChunk: 1_000, SyncChunk: 20, SyncDocs: 1_000,
+		Consumed:      []int{0, 10_000, 100_000, 1_000_000},
 		TableConsumed: []int{0, 100_000, 1_000_000},
-		DequeueOps:    200, DequeueTime: 2 * time.Second,
-		EnqueueBatch: 100, ChurnCycles: 1_000_000, ChurnLive: 1_000, ChurnSample: 50_000,
+		DequeueItems:  100_000, DequeueBatch: 100,
+		EnqueueBatch: 100, EnqueueItems: 10_000,
+		ChurnCycles: 1_000_000, ChurnLive: 1_000, ChurnSample: 50_000, ChurnChunk: 25_000,
 		Streams: 5_000, Events: 200, HotStreams: 100, RangeEvents: 20, EventSpacing: time.Second,
 		Seed: 1,
 	}
@@ -87,14 +108,62 @@ func quickConfig() config {
 		Docs:  2_000, Versions: 10, LongDocs: 20, LongVersions: 200,
 		HotDocs: 200, HotLong: 5, ValueSize: 100,
 		CacheSize: 32 << 20, MemTableSize: 4 << 20,
-		Quiet: time.Second, Rounds: 2, Cell: 10 * time.Millisecond,
+		Quiet: time.Second,
+		Chunk: 5 * time.Millisecond, MinRounds: 4, MaxRounds: 6, RowTime: time.Second, Target: 0.05,
+		ReadQuiet: 2 * time.Millisecond, WriteQuiet: 10 * time.Millisecond,
+		LoadBatch: 1_000, LoadChunk: 2_000, PutChunk: 50, SyncChunk: 3, SyncDocs: 100,
 		Consumed:      []int{0, 1_000, 5_000},
 		TableConsumed: []int{0, 1_000, 5_000},
-		DequeueOps:    50, DequeueTime: 200 * time.Millisecond,
-		EnqueueBatch: 100, ChurnCycles: 5_000, ChurnLive: 100, ChurnSample: 500,
+		DequeueItems:  2_000, DequeueBatch: 100,
+		EnqueueBatch: 100, EnqueueItems: 500,
+		ChurnCycles: 5_000, ChurnLive: 100, ChurnSample: 500, ChurnChunk: 500,
 		Streams: 100, Events: 200, HotStreams: 10, RangeEvents: 20, EventSpacing: time.Second,
 		Seed: 1,
 	}
+}
+
+// plan is the stopping rule of a read row.
+func (c config) plan() plan {
+	return plan{minRounds: c.MinRounds, maxRounds: c.MaxRounds, maxTime: c.RowTime, target: c.Target}
+}
+
+// writePlan is the stopping rule of a write row with no fixed amount of
+// work: the read rule, reporting the ratio of totals.
+func (c config) writePlan() plan {
+	p := c.plan()
+	p.totals = true
+	return p
+}
+
+// method says in a sentence how rows are paired, for the tables' notes.
+func (c config) method() string {
+	return fmt.Sprintf("Each row runs in rounds of one chunk per system, in an order that rotates from round to round. "+
+		"A read row gives the median time over the rounds and the geometric mean of the per-round ratios tipkv/peer with its 95%% t-interval; "+
+		"a write row (load, put, enqueue, dequeue, churn) gives the mean time, bursts included, and the ratio of the totals with its 95%% interval (delta method). "+
+		"A row stops once every interval is within +-%.0f%% (at least %d rounds) or at %d rounds or %s (cap). "+
+		"A read chunk lasts %s of the clock; every chunk ends when the process has been idle "+
+		"for %s (reads) or %s (writes; Badger's %s), and that background work counts.",
+		100*c.Target, c.MinRounds, c.MaxRounds, c.RowTime, c.Chunk, c.ReadQuiet, c.WriteQuiet, c.writeQuiet(sysBadger))
+}
+
+// loadRounds is the fewest rounds a load is cut into, for an interval with
+// some degrees of freedom.
+const loadRounds = 20
+
+// loadPer returns how many of a load's n batches go into one chunk.
+func (c config) loadPer(n int) int {
+	return max(min(c.LoadChunk/c.LoadBatch, n/loadRounds), 1)
+}
+
+// writeQuiet is the quiet window that ends a write chunk of system.
+// Pebble and LevelDB start a flush or compaction as soon as a write calls
+// for one; Badger's compactors look for work every 50 ms, so its window
+// spans two of their ticks.
+func (c config) writeQuiet(system string) time.Duration {
+	if system == sysBadger {
+		return max(c.WriteQuiet, 100*time.Millisecond)
+	}
+	return c.WriteQuiet
 }
 
 func main() {
@@ -106,11 +175,13 @@ func main() {
 	only := flag.String("only", "", "comma-separated sections to run: versions,queues,feeds (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
-	cell := flag.Duration("cell", 0, "time per system per round of each read row (default 200ms; quick 10ms)")
-	rounds := flag.Int("rounds", 0, "interleaved rounds per read row (default 10; quick 2)")
+	chunk := flag.Duration("chunk", 0, "length of a read chunk, per system per round (default 20ms; quick 5ms)")
+	rounds := flag.Int("rounds", 0, "most rounds of a row (default 72; quick 6)")
+	target := flag.Float64("target", 0, "a row stops once every ratio's 95% interval is within this fraction of it (default 0.05)")
 	memtable := flag.Int64("memtable", 0, "memtable size in bytes of tipkv and raw Pebble (default 16 MiB; quick 4 MiB)")
 	wall := flag.Bool("wall", false, "measure wall time instead of the process's CPU time")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
+	flag.BoolVar(&verbose, "v", false, "log every round's time per system, for a look at the spread")
 	flag.Parse()
 
 	cpuClock = !*wall
@@ -126,15 +197,20 @@ func main() {
 	if *cycles > 0 {
 		cfg.ChurnCycles = *cycles
 		cfg.ChurnSample = max(*cycles/20, 1)
+		cfg.ChurnChunk = max(*cycles/40, 1)
 	}
 	if *memtable > 0 {
 		cfg.MemTableSize = *memtable
 	}
-	if *cell > 0 {
-		cfg.Cell = *cell
+	if *chunk > 0 {
+		cfg.Chunk = *chunk
 	}
 	if *rounds > 0 {
-		cfg.Rounds = *rounds
+		cfg.MaxRounds = *rounds
+		cfg.MinRounds = min(cfg.MinRounds, *rounds)
+	}
+	if *target > 0 {
+		cfg.Target = *target
 	}
 	if err := run(cfg, os.Stdout); err != nil {
 		log.Fatal(err)
@@ -174,23 +250,32 @@ func run(cfg config, w io.Writer) error {
 	if !cpuClock {
 		measured = "wall time"
 	}
-	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s/%s, data on disk under %s, times are %s. Ratio = peer time / tipkv time: above 1 means tipkv is ahead.\n\n",
-		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, filepath.Dir(dir), measured)
+	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s/%s, data on disk under %s, times are %s unless a row says otherwise. "+
+		"Every ratio is tipkv / peer (time or bytes), [its 95%% interval]: below 1 tipkv takes less; each table's note says how its rows compute it. "+
+		"Load average at the start: %s.\n\n",
+		runtime.Version(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, filepath.Dir(dir), measured, loadAvg())
 	if want("versions") {
+		load0 := loadAvg()
 		res, err := runVersions(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("versions: %w", err)
 		}
+		res.table.loadNote(load0)
 		res.table.write(w)
 		if err := readCostChart(res.table, "Document reads", cfg.Out, "read-cost.png"); err != nil {
 			return err
 		}
+		if err := ratioChart(res.table, "Document versions", cfg.Out, "ratios-versions.png"); err != nil {
+			return err
+		}
 	}
 	if want("queues") {
+		load0 := loadAvg()
 		res, err := runQueues(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("queues: %w", err)
 		}
+		res.table.loadNote(load0)
 		res.table.write(w)
 		if err := dequeueChart(res, cfg.Out, "dequeue-vs-consumed.png"); err != nil {
 			return err
@@ -198,20 +283,48 @@ func run(cfg config, w io.Writer) error {
 		if err := churnChart(res, cfg.Out, "disk-over-churn.png"); err != nil {
 			return err
 		}
+		if err := ratioChart(res.table, "Queues", cfg.Out, "ratios-queues.png"); err != nil {
+			return err
+		}
 	}
 	if want("feeds") {
+		load0 := loadAvg()
 		res, err := runFeeds(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("feeds: %w", err)
 		}
+		res.table.loadNote(load0)
 		res.table.write(w)
 		if err := readCostChart(res.table, "Feed reads", cfg.Out, "feed-read-cost.png"); err != nil {
 			return err
 		}
+		if err := ratioChart(res.table, "Event feeds", cfg.Out, "ratios-feeds.png"); err != nil {
+			return err
+		}
 	}
-	fmt.Fprintf(w, "Total wall time: %s. Charts in %s.\n", time.Since(start).Round(time.Second), cfg.Out)
+	fmt.Fprintf(w, "Total wall time: %s. Load average at the end: %s. Charts in %s.\n", time.Since(start).Round(time.Second), loadAvg(), cfg.Out)
 	return nil
 }
+
+// loadNote adds the machine's load at the start and the end of the
+// section to t's notes: the figures depend on it.
+func (t *table) loadNote(start string) {
+	t.notes = append(t.notes, fmt.Sprintf("Load average (1, 5, 15 minutes) at the start of this section: %s; at its end: %s.", start, loadAvg()))
+}
+
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes,
+// from /proc/loadavg ("unknown" where there is none).
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if err != nil || len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+// verbose makes the progress log list every round's times.
+var verbose bool
 
 // progress reports what the run is doing, on stderr, so that the tables on
 // stdout stay clean.

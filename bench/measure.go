@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 )
 
 // A table is one section's results: a row per operation, a column per
-// system, tipkv first, and the ratio peer/tipkv beside each peer.
+// system, tipkv first, and the ratio tipkv/peer with its interval beside
+// each peer.
 type table struct {
 	title   string
 	systems []string // systems[0] is tipkv
@@ -23,63 +24,140 @@ type table struct {
 }
 
 // A row is one operation measured in every system. Lower is better in
-// every row.
+// every row, ratios included.
 type row struct {
 	group  string // "hot", "uniform", ... ; "" when there is none
 	op     string
-	unit   string // "ns/op", "ns/item", "bytes"
-	values map[string]float64
+	unit   string             // "ns/op", "ns/item", "bytes"
+	values map[string]float64 // per system: the median (reads) or mean (writes) over the rounds, or the one measurement
+	times  map[string][]float64
+	ratios map[string]estimate // per peer: tipkv / peer
+	rounds int                 // 0: one measurement per system, no rounds
+	capped bool                // stopped at the cap before its intervals were narrow enough
+	wall   bool                // measured in wall time, not CPU time
 }
 
 func (r row) label() string {
-	if r.group == "" {
-		return r.op
+	l := r.op
+	if r.group != "" {
+		l += ", " + r.group
 	}
-	return r.op + ", " + r.group
+	if r.wall && cpuClock {
+		l += " (wall time)"
+	}
+	return l
 }
 
-func (t *table) add(group, op, unit string, values map[string]float64) {
-	t.rows = append(t.rows, row{group: group, op: op, unit: unit, values: values})
+// addPaired adds a row measured by runPaired. Systems of t that res did
+// not measure get no cell.
+func (t *table) addPaired(group, op, unit string, res *paired, wall bool) {
+	r := row{group: group, op: op, unit: unit, values: map[string]float64{}, times: res.times,
+		ratios: map[string]estimate{}, rounds: res.rounds, capped: res.capped, wall: wall}
+	for i, s := range res.systems {
+		r.values[s] = res.value(s)
+		if i > 0 {
+			r.ratios[s] = res.ratio(s)
+		}
+	}
+	t.rows = append(t.rows, r)
+	if verbose {
+		for _, s := range res.systems {
+			progress("    %s:%s", s, fmt.Sprintf(" %.0f", res.times[s]))
+		}
+	}
+	progress("  %s: %d rounds in %s%s, %.1f quiet windows per chunk: %s", r.label(), res.rounds, res.wall.Round(time.Millisecond),
+		map[bool]string{true: " (cap)"}[res.capped], res.windows, r.ratioSummary(t.systems))
+}
+
+// addSingle adds a row of one measurement per system.
+func (t *table) addSingle(group, op, unit string, values map[string]float64) {
+	r := row{group: group, op: op, unit: unit, values: values, ratios: map[string]estimate{}}
+	base, ok := values[t.systems[0]]
+	for _, s := range t.systems[1:] {
+		if v, okv := values[s]; ok && okv && v > 0 {
+			r.ratios[s] = plain(base / v)
+		}
+	}
+	t.rows = append(t.rows, r)
+}
+
+func (r row) ratioSummary(systems []string) string {
+	var parts []string
+	for _, s := range systems[1:] {
+		if e, ok := r.ratios[s]; ok {
+			parts = append(parts, fmt.Sprintf("tipkv/%s %s", s, e))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (t *table) write(w io.Writer) {
 	fmt.Fprintf(w, "## %s\n\n", t.title)
-	ratios := t.systems[0] == sysTipkv
 	head := []string{"operation", t.systems[0]}
 	for _, s := range t.systems[1:] {
-		head = append(head, s)
-		if ratios {
-			head = append(head, s+" / tipkv")
-		}
+		head = append(head, s, "tipkv / "+s)
 	}
+	head = append(head, "rounds")
 	fmt.Fprintf(w, "| %s |\n", strings.Join(head, " | "))
 	fmt.Fprintf(w, "| :--- |%s\n", strings.Repeat(" ---: |", len(head)-1))
 	for _, r := range t.rows {
-		cells := []string{r.label(), format(r.values[t.systems[0]], r.unit)}
-		base, okBase := r.values[t.systems[0]]
+		cells := []string{r.label(), cell(r.values, t.systems[0], r.unit)}
 		for _, s := range t.systems[1:] {
-			v, ok := r.values[s]
-			cell, ratio := "-", "-"
-			if ok {
-				cell = format(v, r.unit)
+			ratio := "-"
+			if e, ok := r.ratios[s]; ok {
+				ratio = e.String()
 			}
-			if ok && okBase && base > 0 {
-				ratio = fmt.Sprintf("%.2fx", v/base)
-			}
-			cells = append(cells, cell)
-			if ratios {
-				cells = append(cells, ratio)
-			}
+			cells = append(cells, cell(r.values, s, r.unit), ratio)
 		}
+		rounds := "1"
+		if r.rounds > 0 {
+			rounds = fmt.Sprint(r.rounds)
+		}
+		if r.capped {
+			rounds += " (cap)"
+		}
+		cells = append(cells, rounds)
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
 	fmt.Fprintln(w)
 	for _, n := range t.notes {
-		fmt.Fprintf(w, "%s\n", n)
+		fmt.Fprintf(w, "%s\n\n", n)
 	}
-	if len(t.notes) > 0 {
-		fmt.Fprintln(w)
+}
+
+func cell(values map[string]float64, system, unit string) string {
+	v, ok := values[system]
+	if !ok {
+		return "-"
 	}
+	return format(v, unit)
+}
+
+// String prints the ratio and its 95% interval: "0.76 [0.72, 0.80]".
+func (e estimate) String() string {
+	if math.IsNaN(e.lo) {
+		return fmtRatio(e.ratio)
+	}
+	return fmt.Sprintf("%s [%s, %s]", fmtRatio(e.ratio), fmtRatio(e.lo), fmtRatio(e.hi))
+}
+
+// fmtRatio prints a ratio with two decimals, or as 1/n below 0.1, where
+// decimals would hide it: 1/6,700 rather than 0.00015.
+func fmtRatio(r float64) string {
+	switch {
+	case math.IsNaN(r):
+		return "-"
+	case r >= 10:
+		return fmt.Sprintf("%.1f", r)
+	case r >= 0.0995:
+		return fmt.Sprintf("%.2f", r)
+	}
+	inv := 1 / r
+	if inv < 100 {
+		return fmt.Sprintf("1/%.0f", inv)
+	}
+	p := math.Pow(10, math.Floor(math.Log10(inv))-1) // two significant digits
+	return "1/" + thousands(int(math.Round(inv/p)*p))
 }
 
 // format prints a measurement in its unit, scaled for reading.
@@ -101,75 +179,6 @@ func format(v float64, unit string) string {
 		}
 	}
 	return fmt.Sprintf("%.3g %s", v, unit)
-}
-
-// A contender is one system's side of a read row: op(i) performs the i-th
-// operation of the row's shared random sequence and checks its result.
-type contender struct {
-	system string
-	op     func(i int) error
-	pos    int // next index into the sequence
-}
-
-// timeOps runs op from index start on until d has passed, checking the
-// clock every few operations, and returns the time per operation and how
-// many ran.
-func timeOps(op func(int) error, start int, d time.Duration) (float64, int, error) {
-	t0, c0 := time.Now(), clock()
-	n := 0
-	for {
-		for range 16 {
-			if err := op(start + n); err != nil {
-				return 0, n, err
-			}
-			n++
-		}
-		if time.Since(t0) >= d {
-			return float64(clock()-c0) / float64(n), n, nil
-		}
-	}
-}
-
-// measure warms every contender up with warm operations, then runs rounds
-// of cell-long runs, the systems in a rotating order, and returns each
-// system's median time per operation across the rounds. Interleaving keeps
-// a burst of load from the machine's other work from landing on one system
-// only.
-func measure(cs []*contender, warm, rounds int, cell time.Duration) (map[string]float64, error) {
-	for _, c := range cs {
-		for i := range warm {
-			if err := c.op(i); err != nil {
-				return nil, fmt.Errorf("%s: %w", c.system, err)
-			}
-		}
-		c.pos = warm
-	}
-	samples := make(map[string][]float64)
-	for r := range rounds {
-		for k := range cs {
-			c := cs[(k+r)%len(cs)]
-			ns, n, err := timeOps(c.op, c.pos, cell)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", c.system, err)
-			}
-			c.pos += n
-			samples[c.system] = append(samples[c.system], ns)
-		}
-	}
-	out := make(map[string]float64)
-	for s, xs := range samples {
-		out[s] = median(xs)
-	}
-	return out, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // dirSize returns the space the files under dir take on disk (allocated
@@ -237,15 +246,12 @@ var cpuClock = true
 // clock returns the current time of the selected clock, in nanoseconds.
 func clock() int64 {
 	if !cpuClock {
-		return time.Now().UnixNano()
+		return wallNanos()
 	}
 	return cpuNanos()
 }
 
-// elapsed returns the clock's time since c0 per n, in nanoseconds.
-func elapsed(c0 int64, n int) float64 {
-	return float64(clock()-c0) / float64(max(n, 1))
-}
+func wallNanos() int64 { return time.Now().UnixNano() }
 
 // slug turns a system's name into a directory name.
 func slug(name string) string { return strings.ReplaceAll(strings.ToLower(name), " ", "-") }

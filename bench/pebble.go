@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log"
 
@@ -56,12 +57,20 @@ type pebbleVersions struct {
 	lastHits, lastMisses int64
 }
 
-func openPebbleVersions(dir string, cfg config) (*pebbleVersions, error) {
+func openPebbleVersions(dir string, cfg config, synced bool) (*pebbleVersions, error) {
 	db, err := openPebble(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &pebbleVersions{db: db, wo: pebble.NoSync}, nil
+	return &pebbleVersions{db: db, wo: writeOptions(synced)}, nil
+}
+
+// writeOptions is pebble.Sync when synced, else pebble.NoSync.
+func writeOptions(synced bool) *pebble.WriteOptions {
+	if synced {
+		return pebble.Sync
+	}
+	return pebble.NoSync
 }
 
 func appendVersionKey(dst []byte, id string, v int64) []byte {
@@ -134,6 +143,25 @@ func (p *pebbleVersions) newest(id string, n int) (int, int64, error) {
 		count++
 	}
 	return count, oldest, it.Error()
+}
+
+// putNext finds the document's latest version with Last on its range (the
+// key only, no value copied) and sets the next one.
+func (p *pebbleVersions) putNext(id string, value []byte) (int64, error) {
+	it, err := p.iter(id)
+	if err != nil {
+		return 0, err
+	}
+	var v int64
+	if it.Last() {
+		k := it.Key()
+		v = int64(binary.BigEndian.Uint64(k[len(k)-8:]))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return 0, err
+	}
+	p.key = appendVersionKey(p.key[:0], id, v+1)
+	return v + 1, p.db.Set(p.key, value, p.wo)
 }
 
 func (p *pebbleVersions) close() error { return p.db.Close() }

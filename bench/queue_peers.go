@@ -29,47 +29,54 @@ func (g *goqueQueue) enqueue(items [][]byte) error {
 	return nil
 }
 
-func (g *goqueQueue) dequeue() ([]byte, error) {
-	it, err := g.q.Dequeue()
-	if errors.Is(err, goque.ErrEmpty) {
-		return nil, errEmpty
+// dequeue calls Dequeue n times: goque has no batch.
+func (g *goqueQueue) dequeue(n int) (int, error) {
+	for i := range n {
+		it, err := g.q.Dequeue()
+		if errors.Is(err, goque.ErrEmpty) {
+			return i, nil
+		}
+		if err != nil {
+			return i, err
+		}
+		if len(it.Value) == 0 {
+			return i, errors.New("goque: empty item")
+		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	return it.Value, nil
+	return n, nil
 }
 
 func (g *goqueQueue) consume(n int) error {
-	for range n {
-		if _, err := g.dequeue(); err != nil {
-			return err
-		}
+	got, err := g.dequeue(n)
+	if err == nil && got < n {
+		err = errEmpty
 	}
-	return nil
+	return err
 }
 
 func (g *goqueQueue) close() error { return g.q.Close() }
 
 // naiveQueue is the queue a Pebble user writes first: items at
-// "q" | bigendian(seq), a dequeue seeks to <queue, 0> for the oldest item
-// and point-deletes it. With trackHead it seeks from the head it remembers
-// instead (used where only the disk use matters).
+// "q" | bigendian(seq), a dequeue seeks to <queue, 0> for the oldest items
+// and point-deletes them. With trackHead it seeks from the head it
+// remembers instead (used where only the disk use matters).
 type naiveQueue struct {
 	db        *pebble.DB
+	wo        *pebble.WriteOptions
 	tail      uint64 // next sequence number
 	head      uint64 // oldest sequence number not yet deleted
 	trackHead bool
 	lo, hi    []byte
 	key       []byte
+	sink      []byte
 }
 
-func openNaiveQueue(dir string, cfg config, trackHead bool) (*naiveQueue, error) {
+func openNaiveQueue(dir string, cfg config, trackHead, synced bool) (*naiveQueue, error) {
 	db, err := openPebble(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &naiveQueue{db: db, trackHead: trackHead, hi: []byte{'q' + 1}}, nil
+	return &naiveQueue{db: db, wo: writeOptions(synced), trackHead: trackHead, hi: []byte{'q' + 1}}, nil
 }
 
 func queueKey(dst []byte, seq uint64) []byte {
@@ -86,10 +93,12 @@ func (n *naiveQueue) enqueue(items [][]byte) error {
 			return err
 		}
 	}
-	return b.Commit(pebble.NoSync)
+	return b.Commit(n.wo)
 }
 
-func (n *naiveQueue) dequeue() ([]byte, error) {
+// dequeue seeks to the oldest item, reads up to count items from there,
+// copying each value out, and deletes them in one batch.
+func (n *naiveQueue) dequeue(count int) (int, error) {
 	from := uint64(0)
 	if n.trackHead {
 		from = n.head
@@ -97,20 +106,27 @@ func (n *naiveQueue) dequeue() ([]byte, error) {
 	n.lo = queueKey(n.lo[:0], from)
 	it, err := n.db.NewIter(&pebble.IterOptions{LowerBound: n.lo, UpperBound: n.hi})
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	if !it.SeekGE(n.lo) {
-		err := errOr(it.Error(), errEmpty)
-		_ = it.Close()
-		return nil, err
+	b := n.db.NewBatch()
+	defer b.Close()
+	got := 0
+	for ok := it.SeekGE(n.lo); ok && got < count; ok = it.Next() {
+		n.sink = append(n.sink[:0:0], it.Value()...) // the caller gets a copy, as from the others
+		n.head = binary.BigEndian.Uint64(it.Key()[1:]) + 1
+		if err := b.Delete(it.Key(), nil); err != nil {
+			_ = it.Close()
+			return 0, err
+		}
+		got++
 	}
-	n.key = append(n.key[:0], it.Key()...)
-	v := append([]byte(nil), it.Value()...)
-	if err := it.Close(); err != nil {
-		return nil, err
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return 0, err
 	}
-	n.head = binary.BigEndian.Uint64(n.key[1:]) + 1
-	return v, n.db.Delete(n.key, pebble.NoSync)
+	if got == 0 {
+		return 0, nil
+	}
+	return got, b.Commit(n.wo)
 }
 
 // consume point-deletes the n oldest items, 1,000 to a batch: the

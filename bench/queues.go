@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -11,12 +12,14 @@ import (
 var errEmpty = errors.New("queue empty")
 
 // A queueStore is a FIFO queue of byte values on disk, dequeued at most
-// once (the item is removed as it is returned).
+// once (the items are removed as they are returned).
 type queueStore interface {
 	// enqueue appends items, in one write where the system has batches.
 	enqueue(items [][]byte) error
-	// dequeue removes and returns the oldest item.
-	dequeue() ([]byte, error)
+	// dequeue removes up to n of the oldest items, in one call where the
+	// system has one, copies their values out and returns how many it
+	// removed.
+	dequeue(n int) (int, error)
 	// consume removes the n oldest items for a test's setup, leaving on
 	// disk what n dequeues would leave, only faster.
 	consume(n int) error
@@ -28,7 +31,8 @@ type point struct{ x, y float64 }
 type queuesResult struct {
 	table    *table
 	systems  []string
-	dequeue  map[string][]point // consumed items -> ns per dequeue
+	dequeue  map[string][]point // consumed items -> ns per single dequeue
+	spread   map[string][]point // consumed items -> interquartile range of the rounds, as (low, high)
 	churn    map[string][]point // cycles -> bytes on disk
 	cycles   int
 	consumed []int
@@ -36,186 +40,321 @@ type queuesResult struct {
 
 type queueSystem struct {
 	name string
-	// open opens a new queue in dir; churn is true for the churn test.
-	open func(dir string, churn bool) (queueStore, error)
+	// open opens a new queue in dir; churn is true for the churn test. A
+	// system that cannot sync its writes has no openSynced.
+	open       func(dir string, churn bool) (queueStore, error)
+	openSynced func(dir string) (queueStore, error)
 }
 
 func queueSystems(cfg config) []queueSystem {
 	return []queueSystem{
-		{sysTipkv, func(dir string, _ bool) (queueStore, error) { return openTipkvQueue(dir, cfg) }},
-		{sysGoque, func(dir string, _ bool) (queueStore, error) { return openGoque(dir) }},
-		{sysNaive, func(dir string, churn bool) (queueStore, error) { return openNaiveQueue(dir, cfg, churn) }},
+		{sysTipkv,
+			func(dir string, _ bool) (queueStore, error) { return openTipkvQueue(dir, cfg, false) },
+			func(dir string) (queueStore, error) { return openTipkvQueue(dir, cfg, true) }},
+		{sysGoque, func(dir string, _ bool) (queueStore, error) { return openGoque(dir) }, nil},
+		{sysNaive,
+			func(dir string, churn bool) (queueStore, error) { return openNaiveQueue(dir, cfg, churn, false) },
+			func(dir string) (queueStore, error) { return openNaiveQueue(dir, cfg, false, true) }},
 	}
 }
 
+// openQueues opens a new queue per system under parent, named prefix-system.
+func openQueues(systems []queueSystem, parent, prefix string, open func(queueSystem, string) (queueStore, error)) ([]queueStore, func(), error) {
+	var qs []queueStore
+	closeAll := func() {
+		for _, q := range qs {
+			_ = q.close()
+		}
+	}
+	for _, s := range systems {
+		q, err := open(s, filepath.Join(parent, prefix+"-"+slug(s.name)))
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		qs = append(qs, q)
+	}
+	return qs, closeAll, nil
+}
+
 func runQueues(cfg config, parent string) (*queuesResult, error) {
+	systems := queueSystems(cfg)
 	res := &queuesResult{
 		table:    &table{title: fmt.Sprintf("Queues: %d-byte items", cfg.ValueSize)},
 		dequeue:  map[string][]point{},
+		spread:   map[string][]point{},
 		churn:    map[string][]point{},
 		cycles:   cfg.ChurnCycles,
 		consumed: cfg.Consumed,
 	}
-	enq := map[string]float64{}
-	deq := map[int]map[string]float64{}
-	cycle := map[string]float64{}
-	finalDisk := map[string]float64{}
-	peakDisk := map[string]float64{}
-	for _, s := range queueSystems(cfg) {
+	t := res.table
+	for _, s := range systems {
 		res.systems = append(res.systems, s.name)
-		res.table.systems = append(res.table.systems, s.name)
-		ns, points, err := dequeueRun(cfg, s, filepath.Join(parent, "queue-"+slug(s.name)))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", s.name, err)
-		}
-		enq[s.name] = ns
-		for _, p := range points {
-			if deq[int(p.x)] == nil {
-				deq[int(p.x)] = map[string]float64{}
-			}
-			deq[int(p.x)][s.name] = p.y
-		}
-		res.dequeue[s.name] = points
+		t.systems = append(t.systems, s.name)
+	}
+	if err := enqueueRows(cfg, systems, parent, t); err != nil {
+		return nil, err
+	}
+	if err := dequeueRows(cfg, systems, parent, res); err != nil {
+		return nil, err
+	}
+	if err := churnRows(cfg, systems, parent, res); err != nil {
+		return nil, fmt.Errorf("churn: %w", err)
+	}
+	t.notes = append(t.notes,
+		"tipkv dequeues with Pop (at most once, like goque's Dequeue); the naive queue seeks to <queue, 0>, reads from there and deletes with point deletes in one batch. "+
+			"goque has no batches: a batch of n is n Enqueue or Dequeue calls. goque cannot sync its writes (it opens LevelDB with no options), so it has no synced rows. "+
+			fmt.Sprintf("A dequeue row takes at most %s items per system one per call and %s %d per call, fewer where the next level is nearer (a fifth and four fifths of the way to it). ",
+				thousands(cfg.DequeueItems/5), thousands(cfg.DequeueItems*4/5), cfg.DequeueBatch)+
+			"In the churn test the naive queue finds its head from memory (same writes, same disk use; the seek cost is the dequeue rows), so it has no churn-cycle time. "+
+			cfg.method())
+	return res, nil
+}
 
-		perCycle, samples, err := churnRun(cfg, s, filepath.Join(parent, "churn-"+slug(s.name)))
+// enqueueRows measures enqueues of 1 and of EnqueueBatch items per commit,
+// unsynced, then synced.
+func enqueueRows(cfg config, systems []queueSystem, parent string, t *table) error {
+	for _, synced := range []bool{false, true} {
+		var use []queueSystem
+		for _, s := range systems {
+			if !synced || s.openSynced != nil {
+				use = append(use, s)
+			}
+		}
+		prefix := "enqueue"
+		if synced {
+			prefix = "enqueue-synced"
+		}
+		qs, closeAll, err := openQueues(use, parent, prefix, func(s queueSystem, dir string) (queueStore, error) {
+			if synced {
+				return s.openSynced(dir)
+			}
+			return s.open(dir, false)
+		})
 		if err != nil {
-			return nil, fmt.Errorf("%s: churn: %w", s.name, err)
+			return err
 		}
-		res.churn[s.name] = samples
-		if s.name != sysNaive {
-			cycle[s.name] = perCycle
+		for _, batch := range []int{1, cfg.EnqueueBatch} {
+			commits := max(cfg.EnqueueItems/batch, 1)
+			if synced {
+				commits = cfg.SyncChunk
+			}
+			var sides []side
+			for k, s := range use {
+				q, quiet := qs[k], cfg.writeQuiet(s.name)
+				if synced {
+					quiet = 0 // wall time, and nothing in the background worth the wait
+				}
+				gen := newValueGen(cfg.Seed+20+uint64(k), cfg.ValueSize)
+				sides = append(sides, side{system: s.name, chunk: func() (float64, error) {
+					items := gen.next(commits * batch)
+					return timeChunk(func() (int, error) {
+						for c := range commits {
+							if err := q.enqueue(items[c*batch : (c+1)*batch]); err != nil {
+								return c * batch, err
+							}
+						}
+						return commits * batch, nil
+					}, quiet, synced)
+				}})
+			}
+			op := fmt.Sprintf("enqueue, %d per commit", batch)
+			if synced {
+				op += ", synced"
+			}
+			progress("queues: %s", op)
+			r, err := runPaired(sides, cfg.writePlan())
+			if err != nil {
+				closeAll()
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			t.addPaired("", op, "ns/item", r, synced)
 		}
+		closeAll()
+	}
+	return nil
+}
+
+// dequeueRows fills a queue per system, then at each level of consumed
+// items measures single dequeues, and at the table's levels batched ones.
+func dequeueRows(cfg config, systems []queueSystem, parent string, res *queuesResult) error {
+	qs, closeAll, err := openQueues(systems, parent, "queue", func(s queueSystem, dir string) (queueStore, error) { return s.open(dir, false) })
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	levels := cfg.Consumed
+	last := levels[len(levels)-1]
+	total := last + 2*cfg.DequeueItems + cfg.EnqueueBatch
+	total = (total + cfg.EnqueueBatch - 1) / cfg.EnqueueBatch * cfg.EnqueueBatch
+	for k, s := range systems {
+		progress("queues: %s: enqueueing %d items", s.name, total)
+		gen := newValueGen(cfg.Seed+7, cfg.ValueSize)
+		for n := 0; n < total; n += cfg.EnqueueBatch {
+			if err := qs[k].enqueue(gen.next(cfg.EnqueueBatch)); err != nil {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+		}
+	}
+	settleDown(cfg.Quiet)
+
+	consumed := make([]int, len(systems)) // per system
+	for li, level := range levels {
+		for k, s := range systems {
+			if level > consumed[k] {
+				if err := qs[k].consume(level - consumed[k]); err != nil {
+					return fmt.Errorf("%s: consume: %w", s.name, err)
+				}
+				consumed[k] = level
+			}
+		}
+		settleDown(cfg.Quiet)
+		room := cfg.DequeueItems
+		if li+1 < len(levels) {
+			room = min(room, levels[li+1]-level)
+		}
+		type rowSpec struct {
+			n, budget int
+		}
+		rows := []rowSpec{{1, min(room, cfg.DequeueItems/5)}}
+		if slices.Contains(cfg.TableConsumed, level) {
+			rows = []rowSpec{{1, min(room/5, cfg.DequeueItems/5)}, {cfg.DequeueBatch, min(room*4/5, cfg.DequeueItems)}}
+		}
+		for _, rs := range rows {
+			var sides []side
+			for k, s := range systems {
+				sd, err := dequeueSide(cfg, s.name, qs[k], &consumed[k], rs.n, rs.budget, cfg.writePlan().most(len(systems)))
+				if err != nil {
+					return err
+				}
+				sides = append(sides, sd)
+			}
+			op := fmt.Sprintf("dequeue, %d per call, %s consumed at the head", rs.n, thousands(level))
+			progress("queues: %s", op)
+			r, err := runPaired(sides, cfg.writePlan())
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			if rs.n == 1 {
+				for _, s := range systems {
+					res.dequeue[s.name] = append(res.dequeue[s.name], point{float64(level), r.value(s.name)})
+					lo, hi := quartiles(r.times[s.name])
+					res.spread[s.name] = append(res.spread[s.name], point{lo, hi})
+				}
+			}
+			if slices.Contains(cfg.TableConsumed, level) {
+				res.table.addPaired("", op, "ns/item", r, false)
+			}
+		}
+	}
+	return nil
+}
+
+// dequeueSide returns a system's side of a dequeue row: chunks of calls
+// that dequeue n items each, as many calls as take about cfg.Chunk (at
+// least one), but never more than budget items over the rounds rounds of
+// the row.
+func dequeueSide(cfg config, name string, q queueStore, consumed *int, n, budget, rounds int) (side, error) {
+	call := func() error {
+		got, err := q.dequeue(n)
+		if err == nil && got != n {
+			err = fmt.Errorf("dequeue %d after %d consumed: got %d", n, *consumed, got)
+		}
+		*consumed += got
+		return err
+	}
+	// Two calls to warm up and to see how long a call takes.
+	const warm = 2
+	c0 := clock()
+	for range warm {
+		if err := call(); err != nil {
+			return side{}, fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	perCall := max(time.Duration(clock()-c0)/warm, time.Microsecond)
+	calls := int(cfg.Chunk / perCall)
+	calls = max(min(calls, (budget-warm*n)/(n*rounds)), 1)
+	return side{system: name, chunk: func() (float64, error) {
+		return timeChunk(func() (int, error) {
+			for c := range calls {
+				if err := call(); err != nil {
+					return c * n, err
+				}
+			}
+			return calls * n, nil
+		}, cfg.ReadQuiet, false)
+	}}, nil
+}
+
+// churnRows keeps ChurnLive items queued in a queue per system and runs
+// ChurnCycles cycles of one enqueue and one dequeue, paired in chunks of
+// ChurnChunk cycles, sampling the disk use every ChurnSample cycles.
+func churnRows(cfg config, systems []queueSystem, parent string, res *queuesResult) error {
+	qs, closeAll, err := openQueues(systems, parent, "churn", func(s queueSystem, dir string) (queueStore, error) { return s.open(dir, true) })
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	var sides []side
+	for k, s := range systems {
+		q, dir := qs[k], filepath.Join(parent, "churn-"+slug(s.name))
+		gen := newValueGen(cfg.Seed+11, cfg.ValueSize)
+		if err := q.enqueue(gen.next(cfg.ChurnLive)); err != nil {
+			return err
+		}
+		sample := func(c int) error {
+			size, err := dirSize(dir)
+			res.churn[s.name] = append(res.churn[s.name], point{float64(c), float64(size)})
+			return err
+		}
+		if err := sample(0); err != nil {
+			return err
+		}
+		done := 0
+		sides = append(sides, side{system: s.name, chunk: func() (float64, error) {
+			n := min(cfg.ChurnChunk, cfg.ChurnCycles-done)
+			items := gen.next(n)
+			ns, err := timeChunk(func() (int, error) {
+				for c := range n {
+					if err := q.enqueue(items[c : c+1]); err != nil {
+						return c, err
+					}
+					if got, err := q.dequeue(1); err != nil || got != 1 {
+						return c, fmt.Errorf("cycle %d: dequeued %d: %v", done+c+1, got, err)
+					}
+				}
+				return n, nil
+			}, cfg.writeQuiet(s.name), false)
+			if err != nil {
+				return 0, err
+			}
+			prev := done
+			done += n
+			if done/cfg.ChurnSample > prev/cfg.ChurnSample || done == cfg.ChurnCycles {
+				err = sample(done)
+			}
+			return ns, err
+		}})
+	}
+	progress("queues: %d churn cycles per system, %d per round", cfg.ChurnCycles, cfg.ChurnChunk)
+	r, err := runPaired(sides, fixedPlan((cfg.ChurnCycles+cfg.ChurnChunk-1)/cfg.ChurnChunk))
+	if err != nil {
+		return err
+	}
+	t := res.table
+	t.addPaired("", fmt.Sprintf("churn cycle (enqueue 1 + dequeue 1, %s live)", thousands(cfg.ChurnLive)), "ns/op", r.only(sysTipkv, sysGoque), false)
+	finalDisk, peakDisk := map[string]float64{}, map[string]float64{}
+	for _, s := range systems {
+		samples := res.churn[s.name]
 		finalDisk[s.name] = samples[len(samples)-1].y
 		for _, p := range samples {
 			peakDisk[s.name] = max(peakDisk[s.name], p.y)
 		}
+		progress("queues: %s: %.1f MiB on disk after the churn, at most %.1f", s.name, finalDisk[s.name]/(1<<20), peakDisk[s.name]/(1<<20))
 	}
-	t := res.table
-	t.add("", fmt.Sprintf("enqueue, batches of %d", cfg.EnqueueBatch), "ns/item", enq)
-	for _, c := range cfg.TableConsumed {
-		t.add("", fmt.Sprintf("dequeue, %s consumed at the head", thousands(c)), "ns/op", deq[c])
-	}
-	t.add("", fmt.Sprintf("churn cycle (enqueue 1 + dequeue 1, %s live)", thousands(cfg.ChurnLive)), "ns/op", cycle)
-	t.add("", fmt.Sprintf("disk after %s churn cycles", thousands(cfg.ChurnCycles)), "bytes", finalDisk)
-	t.add("", "largest disk size during churn", "bytes", peakDisk)
-	t.notes = append(t.notes,
-		"tipkv dequeues with Pop (at most once, like goque's Dequeue); the naive queue seeks to <queue, 0> and deletes with point deletes. "+
-			fmt.Sprintf("A dequeue row is the median of up to 5 chunks of %d dequeues each (at most %s in all), after that many items were consumed. ", max(cfg.DequeueOps/5, 1), cfg.DequeueTime)+
-			"goque has no batch enqueue: its batches are that many Enqueue calls. "+
-			"In the churn test the naive queue finds its head from memory (same writes, same disk use; the seek cost is the dequeue rows), so it has no churn-cycle time. "+
-			"Writes are not synced in any system.")
-	return res, nil
-}
-
-// dequeueRun enqueues every item the dequeue measurements need (timing
-// it), then for each consumed level removes items up to that level and
-// times dequeues from there.
-func dequeueRun(cfg config, s queueSystem, dir string) (float64, []point, error) {
-	q, err := s.open(dir, false)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer q.close()
-	last := cfg.Consumed[len(cfg.Consumed)-1]
-	total := last + cfg.DequeueOps*len(cfg.Consumed) + cfg.EnqueueBatch
-	total = (total + cfg.EnqueueBatch - 1) / cfg.EnqueueBatch * cfg.EnqueueBatch
-	gen := newValueGen(cfg.Seed+7, cfg.ValueSize)
-	progress("queues: %s: enqueueing %d items", s.name, total)
-	var busy int64
-	for n := 0; n < total; n += cfg.EnqueueBatch {
-		items := gen.next(cfg.EnqueueBatch)
-		c0 := clock()
-		if err := q.enqueue(items); err != nil {
-			return 0, nil, err
-		}
-		busy += clock() - c0
-	}
-	enqNs := float64(busy) / float64(total)
-	settleDown(cfg.Quiet)
-
-	var points []point
-	consumed := 0
-	for _, level := range cfg.Consumed {
-		if level > consumed {
-			if err := q.consume(level - consumed); err != nil {
-				return 0, nil, err
-			}
-			consumed = level
-			settleDown(cfg.Quiet)
-		}
-		// Five chunks of dequeues, each timed on its own; the median chunk
-		// keeps a flush or a garbage collection that lands in one of them
-		// out of the figure.
-		chunk := max(cfg.DequeueOps/5, 1)
-		t0 := time.Now()
-		var chunks []float64
-		n := 0
-		for len(chunks) < 5 && (len(chunks) == 0 || time.Since(t0) < cfg.DequeueTime) {
-			c0, k := clock(), 0
-			for k < chunk && (k < 3 || time.Since(t0) < cfg.DequeueTime) {
-				if _, err := q.dequeue(); err != nil {
-					return 0, nil, fmt.Errorf("dequeue after %d: %w", consumed, err)
-				}
-				k++
-			}
-			chunks = append(chunks, elapsed(c0, k))
-			n += k
-		}
-		ns := median(chunks)
-		progress("queues: %s: dequeue after %d consumed: %.1f µs (%d dequeues, %d chunks)", s.name, level, ns/1e3, n, len(chunks))
-		points = append(points, point{float64(level), ns})
-		consumed += n
-	}
-	return enqNs, points, nil
-}
-
-// churnRun keeps ChurnLive items queued and runs ChurnCycles cycles of one
-// enqueue and one dequeue, sampling the disk use.
-func churnRun(cfg config, s queueSystem, dir string) (float64, []point, error) {
-	q, err := s.open(dir, true)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer q.close()
-	gen := newValueGen(cfg.Seed+11, cfg.ValueSize)
-	if err := q.enqueue(gen.next(cfg.ChurnLive)); err != nil {
-		return 0, nil, err
-	}
-	sample := func(c int) (point, error) {
-		size, err := dirSize(dir)
-		return point{float64(c), float64(size)}, err
-	}
-	p, err := sample(0)
-	if err != nil {
-		return 0, nil, err
-	}
-	samples := []point{p}
-	progress("queues: %s: %d churn cycles", s.name, cfg.ChurnCycles)
-	var busy int64
-	batch := gen.next(cfg.ChurnSample)
-	c0 := clock()
-	for c := 1; c <= cfg.ChurnCycles; c++ {
-		k := (c - 1) % cfg.ChurnSample
-		if err := q.enqueue(batch[k : k+1]); err != nil {
-			return 0, nil, err
-		}
-		if _, err := q.dequeue(); err != nil {
-			return 0, nil, fmt.Errorf("cycle %d: %w", c, err)
-		}
-		if c%cfg.ChurnSample == 0 || c == cfg.ChurnCycles {
-			busy += clock() - c0
-			p, err := sample(c)
-			if err != nil {
-				return 0, nil, err
-			}
-			samples = append(samples, p)
-			batch = gen.next(cfg.ChurnSample)
-			c0 = clock()
-		}
-	}
-	ns := float64(busy) / float64(cfg.ChurnCycles)
-	progress("queues: %s: %.1f µs per cycle, %.1f MiB on disk at the end", s.name, ns/1e3, samples[len(samples)-1].y/(1<<20))
-	return ns, samples, nil
+	t.addSingle("", fmt.Sprintf("disk after %s churn cycles", thousands(cfg.ChurnCycles)), "bytes", finalDisk)
+	t.addSingle("", "largest disk size during churn", "bytes", peakDisk)
+	return nil
 }
 
 // thousands prints n with comma separators.

@@ -16,7 +16,7 @@ type tipkvFeed struct {
 }
 
 func openTipkvFeed(dir string, cfg config) (*tipkvFeed, error) {
-	db, err := tipkv.Open(dir, tipkvOptions(cfg))
+	db, err := tipkv.Open(dir, tipkvOptions(cfg, false))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/queue"
@@ -13,8 +15,8 @@ type tipkvQueue struct {
 	q  *queue.Queue[[]byte]
 }
 
-func openTipkvQueue(dir string, cfg config) (*tipkvQueue, error) {
-	db, err := tipkv.Open(dir, tipkvOptions(cfg))
+func openTipkvQueue(dir string, cfg config, synced bool) (*tipkvQueue, error) {
+	db, err := tipkv.Open(dir, tipkvOptions(cfg, synced))
 	if err != nil {
 		return nil, err
 	}
@@ -28,15 +30,15 @@ func openTipkvQueue(dir string, cfg config) (*tipkvQueue, error) {
 
 func (t *tipkvQueue) enqueue(items [][]byte) error { return t.q.Enqueue(t.db, items...) }
 
-func (t *tipkvQueue) dequeue() ([]byte, error) {
-	msgs, err := t.q.Pop(1)
-	if err != nil {
-		return nil, err
+// dequeue is one Pop of n.
+func (t *tipkvQueue) dequeue(n int) (int, error) {
+	msgs, err := t.q.Pop(n)
+	for _, m := range msgs {
+		if len(m.Value) == 0 {
+			return 0, errors.New("tipkv: empty message")
+		}
 	}
-	if len(msgs) == 0 {
-		return nil, errEmpty
-	}
-	return msgs[0].Value, nil
+	return len(msgs), err
 }
 
 // consume pops the n oldest items, 1,000 to a Pop.

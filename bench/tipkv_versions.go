@@ -10,10 +10,11 @@ import (
 )
 
 // tipkvOptions gives tipkv the run's cache and memtable budget. Writes are
-// not synced, as in every peer here (goque and Badger do not sync by
-// default; raw Pebble is given NoSync).
-func tipkvOptions(cfg config) *tipkv.Options {
-	return &tipkv.Options{NoSync: true, CacheSize: cfg.CacheSize, MemTableSize: uint64(cfg.MemTableSize)}
+// not synced unless synced is set, as in every peer here (goque and Badger
+// do not sync by default; raw Pebble is given NoSync). tipkv's own default
+// is to sync.
+func tipkvOptions(cfg config, synced bool) *tipkv.Options {
+	return &tipkv.Options{NoSync: !synced, CacheSize: cfg.CacheSize, MemTableSize: uint64(cfg.MemTableSize)}
 }
 
 // tipkvVersions is a versioned.Collection of raw-byte documents.
@@ -23,8 +24,8 @@ type tipkvVersions struct {
 	sink []byte
 }
 
-func openTipkvVersions(dir string, cfg config) (*tipkvVersions, error) {
-	db, err := tipkv.Open(dir, tipkvOptions(cfg))
+func openTipkvVersions(dir string, cfg config, synced bool) (*tipkvVersions, error) {
+	db, err := tipkv.Open(dir, tipkvOptions(cfg, synced))
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +50,11 @@ func (t *tipkvVersions) put(recs []record) error {
 		}
 		return nil
 	})
+}
+
+// putNext is Put in a commit of its own (the DB as the Writer).
+func (t *tipkvVersions) putNext(id string, value []byte) (int64, error) {
+	return t.c.Put(t.db, id, value)
 }
 
 func (t *tipkvVersions) settle() error {
