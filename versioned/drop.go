@@ -38,7 +38,7 @@ var rangeDeleteMin = 32
 
 // latestOf fills d's latest version (and whether it is a delete marker)
 // from the store when the Tx does not know it yet.
-func (d *docState) latestOf(s storage.Store, prefix []byte) (int64, error) {
+func (d *docState) latestOf(s storage.Reader, prefix []byte) (int64, error) {
 	if !d.latestKnown {
 		v, deleted, err := newestVersion(s, prefix)
 		if err != nil {
@@ -51,7 +51,7 @@ func (d *docState) latestOf(s storage.Store, prefix []byte) (int64, error) {
 
 // oldestOf fills d's oldest version from the store when the Tx does not
 // know it yet.
-func (d *docState) oldestOf(s storage.Store, prefix []byte) (int64, error) {
+func (d *docState) oldestOf(s storage.Reader, prefix []byte) (int64, error) {
 	if !d.oldestKnown {
 		n, err := oldestNumber(s, prefix)
 		if err != nil {
@@ -65,8 +65,8 @@ func (d *docState) oldestOf(s storage.Store, prefix []byte) (int64, error) {
 // newestVersion returns the latest version under a document's prefix, 0
 // if there is none, and whether it is a delete marker: one prefix seek,
 // answered by the bloom filters when the document has no versions.
-func newestVersion(s storage.Store, prefix []byte) (v int64, deleted bool, err error) {
-	it, err := newIter(s, prefix, numberKey(prefix, 0))
+func newestVersion(s storage.Reader, prefix []byte) (v int64, deleted bool, err error) {
+	it, err := newIter(s, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
 		return 0, false, err
 	}

@@ -102,7 +102,7 @@ func (e Event[T]) Cursor() tipkv.Cursor {
 // page by page, pass the Cursor of the last Event of a page as q.After for
 // the next.
 func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error] {
-	return f.read(stream, q, 0, math.MaxInt64)
+	return f.read(f.store, stream, q, 0, math.MaxInt64)
 }
 
 // Between yields the events of stream whose time is in [from, to), newest
@@ -110,16 +110,20 @@ func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error
 // ErrInvalid. Unlike the writes, it takes any times (time.Time{} for an
 // open start, say): the answer over any interval is exact.
 func (f *Feed[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
+	return f.between(f.store, stream, from, to, q)
+}
+
+func (f *Feed[T]) between(r storage.Reader, stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
 	if from.After(to) {
 		return func(yield func(Event[T], error) bool) {
 			yield(Event[T]{}, fmt.Errorf("%w: stream %q: from %v is after to %v", tipkv.ErrInvalid, stream, from, to))
 		}
 	}
-	return f.read(stream, q, max(unixNanos(from), 1), unixNanos(to)-1)
+	return f.read(r, stream, q, max(unixNanos(from), 1), unixNanos(to)-1)
 }
 
 // read is Newest within [lo, hi] as well as q's bounds.
-func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
+func (f *Feed[T]) read(r storage.Reader, stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
 	return func(yield func(Event[T], error) bool) {
 		prefix, sp, ok, err := f.span(stream, q, lo, hi)
 		if err != nil {
@@ -129,16 +133,16 @@ func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Eve
 		if !ok {
 			return
 		}
-		stopped, err := f.newest(stream, prefix, sp, q.Limit, yield)
+		stopped, err := f.newest(r, stream, prefix, sp, q.Limit, yield)
 		if err != nil && !stopped {
 			yield(Event[T]{}, fmt.Errorf("stream %q: %w", stream, err))
 		}
 	}
 }
 
-func (f *Feed[T]) newest(stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
+func (f *Feed[T]) newest(r storage.Reader, stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
 	var sc newestScan
-	if err := sc.open(f.store, prefix, sp, limit); err != nil {
+	if err := sc.open(r, prefix, sp, limit); err != nil {
 		return false, err
 	}
 	defer func() {

@@ -80,7 +80,7 @@ const maxTies = 1024
 // bumped past the last position; otherwise at, or the first nanosecond
 // after it that no stored or in-flight event holds. A clock reading out of
 // [MinTime, MaxTime] is ErrInvalid.
-func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func() time.Time) (int64, error) {
+func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func() time.Time) (int64, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
