@@ -15,7 +15,11 @@ import (
 // defaults.
 type Options[T any] struct {
 	// Codec encodes and decodes the documents. Every handle of one
-	// collection must use the same codec. The default is codec.Msgpack[T].
+	// collection must use the same codec. The default is codec.Msgpack[T],
+	// naming struct fields as the store was created to: by msgpack tag,
+	// else json tag, else Go name; on a store created at format 1, with
+	// IgnoreJSONTags (msgpack tag, else Go name), as values were written
+	// there (see package codec).
 	Codec codec.Value[T]
 }
 
@@ -60,7 +64,7 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		c.codec = opts.Codec
 	}
 	if c.codec == nil {
-		c.codec = codec.Msgpack[T]{}
+		c.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
 	}
 	return c, nil
 }

@@ -17,7 +17,8 @@ import (
 // defaults.
 type FeedOptions[T any] struct {
 	// Codec encodes and decodes the events. Every handle on one stream
-	// must use the same codec. The default is codec.Msgpack[T].
+	// must use the same codec. The default is codec.Msgpack[T], naming
+	// struct fields as the store was created to (see Options.Codec).
 	Codec codec.Value[T]
 
 	// Clock gives the time Append stamps on an event. The default is the
@@ -63,7 +64,7 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 		f.codec, f.clock = opts.Codec, opts.Clock
 	}
 	if f.codec == nil {
-		f.codec = codec.Msgpack[T]{}
+		f.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
 	}
 	if f.clock == nil {
 		if f.clock, err = link.Clock(db); err != nil {
