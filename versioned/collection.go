@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -39,6 +40,7 @@ type Collection[T any] struct {
 	name   string
 	prefix []byte // 01 | name
 	codec  codec.Value[T]
+	shared bool // the engine is shared: see shared.go
 
 	scratch sync.Pool // of *T, to decode point reads into
 	puts    sync.Pool // of *putOp[T]
@@ -59,7 +61,7 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 	if err != nil {
 		return nil, err
 	}
-	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name)}
+	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name), shared: s.Caps().Shared}
 	if opts != nil {
 		c.codec = opts.Codec
 	}
@@ -173,16 +175,15 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	if err != nil {
 		return err
 	}
+	if c.shared {
+		return op.writeShared(tx, d)
+	}
 	latest, err := d.latestOf(c.store, prefix)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.where(op.id), err)
 	}
 	if op.expected >= 0 && latest != op.expected && (op.expected != 0 || !d.deleted) {
-		what := ""
-		if d.deleted {
-			what = " (a delete marker)"
-		}
-		return fmt.Errorf("%w: %s: latest version is %d%s, expected %d", tipkv.ErrConflict, c.where(op.id), latest, what, op.expected)
+		return op.conflict(d)
 	}
 	v := latest + 1
 	codec.AppendDesc(prefix, v) // in place, in the room left for it
@@ -195,6 +196,61 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	}
 	d.latest, d.deleted, op.v = v, false, v
 	return nil
+}
+
+func (op *putOp[T]) conflict(d *docState) error {
+	what := ""
+	if d.deleted {
+		what = " (a delete marker)"
+	}
+	return fmt.Errorf("%w: %s: latest version is %d%s, expected %d", tipkv.ErrConflict, op.c.where(op.id), d.latest, what, op.expected)
+}
+
+// writeShared is write on a shared engine (see shared.go): the version
+// written travels with a guard on the latest version it follows.
+func (op *putOp[T]) writeShared(tx *storage.Tx, d *docState) error {
+	c := op.c
+	prefix := op.buf[:op.n]
+	var latest int64
+	var err error
+	if op.expected < 0 {
+		latest, err = d.latestShared(c.store, prefix)
+	} else {
+		var conflict bool
+		latest, conflict, err = d.putIfLatest(c.store, prefix, op.expected)
+		if err == nil && conflict {
+			return op.conflict(d)
+		}
+	}
+	if err != nil {
+		return c.failed(tx, op.id, err)
+	}
+	if err := d.guard(tx.Batch, prefix); err != nil {
+		return err
+	}
+	v := latest + 1
+	codec.AppendDesc(prefix, v)
+	key := op.buf[:op.n+codec.NumberSize]
+	if err := tx.Batch.Set(key, op.buf[len(key):]); err != nil {
+		return err
+	}
+	if latest == 0 {
+		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
+	}
+	d.latest, d.deleted, op.v = v, false, v
+	return nil
+}
+
+// failed wraps the error of a write of id on a shared engine; a stale
+// hint (errStale) also marks the Tx's hints for dropping, so that the rerun
+// reads the store.
+func (c *Collection[T]) failed(tx *storage.Tx, id string, err error) error {
+	if errors.Is(err, errStale) {
+		if t, terr := c.w.txOf(c.db, tx); terr == nil {
+			t.committing = true
+		}
+	}
+	return fmt.Errorf("%s: %w", c.where(id), err)
 }
 
 // lock returns the Tx's view of the document under prefix, taking the
@@ -232,7 +288,14 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		if err != nil {
 			return err
 		}
-		latest, err := d.latestOf(c.store, prefix)
+		var latest int64
+		if c.shared {
+			if latest, err = d.latestShared(c.store, prefix); err == nil {
+				err = d.guard(tx.Batch, prefix) // a Delete that writes nothing is guarded too
+			}
+		} else {
+			latest, err = d.latestOf(c.store, prefix)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
@@ -292,7 +355,14 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if err != nil {
 			return err
 		}
-		latest, err := d.latestOf(c.store, prefix)
+		var latest int64
+		if c.shared {
+			if latest, err = d.latestShared(c.store, prefix); err == nil {
+				err = d.guard(tx.Batch, prefix)
+			}
+		} else {
+			latest, err = d.latestOf(c.store, prefix)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
@@ -300,7 +370,7 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if latest == 0 || to < 1 {
 			return nil
 		}
-		dropped, err = dropVersions(tx, c.store, d, prefix, to)
+		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}

@@ -92,11 +92,18 @@ func newestVersion(s storage.Reader, prefix []byte) (v int64, deleted bool, err 
 // prefix and returns how many there were. Versions are dense, so their
 // keys are known without reading them: fewer than rangeDeleteMin get point
 // deletes, rangeDeleteMin or more one range delete. Either starts at the
-// oldest remaining version, so no two tombstones ever cover one key.
-func dropVersions(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, cut int64) (int64, error) {
+// oldest remaining version, so no two tombstones ever cover one key. On a
+// shared engine (see shared.go) the oldest version is guarded and the drop
+// is always one range delete.
+func dropVersions(tx *storage.Tx, s storage.Reader, d *docState, prefix []byte, cut int64, shared bool) (int64, error) {
 	oldest, err := d.oldestOf(s, prefix)
 	if err != nil {
 		return 0, err
+	}
+	if shared {
+		if err := d.guardOldest(tx.Batch, prefix); err != nil {
+			return 0, err
+		}
 	}
 	if oldest == 0 || cut < oldest {
 		return 0, nil
@@ -108,7 +115,7 @@ func dropVersions(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, c
 		return 0, fmt.Errorf("%w: internal error: dropping versions through %d past the latest %d", tipkv.ErrInvalid, cut, d.latest)
 	}
 	n := cut - oldest + 1
-	if n < int64(rangeDeleteMin) {
+	if n < int64(rangeDeleteMin) && !shared {
 		key := numberKey(prefix, 0)
 		for v := oldest; v <= cut; v++ {
 			codec.AppendDesc(key[:len(prefix)], v)
