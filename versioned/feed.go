@@ -37,12 +37,13 @@ type FeedOptions[T any] struct {
 // handles may serve the same streams of one DB: the last position of each
 // stream lives in the DB.
 type Feed[T any] struct {
-	db    *tipkv.DB
-	store storage.Store
-	w     *writer
-	pos   *positions
-	codec codec.Value[T]
-	clock func() time.Time
+	db     *tipkv.DB
+	store  storage.Store
+	w      *writer
+	pos    *positions
+	codec  codec.Value[T]
+	clock  func() time.Time
+	shared bool // the engine is shared: see shared.go
 }
 
 // NewFeed returns a Feed on db.
@@ -59,7 +60,7 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Feed[T]{db: db, store: s, w: w, pos: pos}
+	f := &Feed[T]{db: db, store: s, w: w, pos: pos, shared: s.Caps().Shared}
 	if opts != nil {
 		f.codec, f.clock = opts.Codec, opts.Clock
 	}
@@ -235,7 +236,11 @@ func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64,
 		}
 		c, err := cut(tr)
 		if err == nil {
-			err = tr.drop(c)
+			if f.shared {
+				err = tr.dropShared(c)
+			} else {
+				err = tr.drop(c)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
@@ -264,12 +269,20 @@ func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
 		return nil, err
 	}
 	st := f.pos.stream(prefix)
-	if e.stream == nil {
+	switch {
+	case f.shared:
+		// Another process's events may lie anywhere: no low bound is
+		// kept (the scans start from position 1), and the stream's
+		// in-memory trim state is not used.
+		if e.tx.low == 0 {
+			e.tx = docState{low: 1}
+		}
+	case e.stream == nil:
 		e.stream = st
 		e.tx = docState{}
 		e.tx.low, e.tx.trimmed = st.trimBegin()
 	}
-	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx)}, nil
+	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx, f.shared)}, nil
 }
 
 // bottom returns the lowest position the stream may still hold in the
@@ -373,6 +386,48 @@ func (tr *trimmer) drop(cut int64) (err error) {
 	tr.own.drop(tr.st, cut)
 	tr.d.cut = max(tr.d.cut, cut)
 	tr.d.low = max(tr.d.low, tr.d.cut+1)
+	return nil
+}
+
+// dropShared is drop on a shared engine: the events at or below cut go
+// with one range delete, [1, cut] (above what the Tx's earlier trims
+// covered), when the store holds any there; the Tx's own Appends at or
+// below cut that no range of this trim covers go with point deletes. It
+// needs no condition: a range delete drops at commit whatever the range
+// then holds, events another process appended meanwhile included, and a
+// Trim's cut stays below the events it keeps, which only newer events can
+// outnumber.
+func (tr *trimmer) dropShared(cut int64) error {
+	if cut < 1 {
+		return nil
+	}
+	covered := tr.d.trimmed // the Tx's ranges dropped [1, covered]
+	ranged := false
+	if cut > covered {
+		found, err := tr.stored(span{top: cut, bottom: covered + 1}, 1)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			if err := deleteRange(tr.tx, numberKey(tr.prefix, cut), numberKey(tr.prefix, covered)); err != nil {
+				return err
+			}
+			ranged, tr.d.trimmed = true, cut
+		}
+	}
+	var own []int64
+	for _, p := range tr.own.own(tr.st) {
+		// The Tx's Appends not dropped yet were all written before this
+		// range, which covers those in (covered, cut].
+		if p <= cut && (!ranged || p <= covered) {
+			own = append(own, p)
+		}
+	}
+	if err := tr.deletePoints(own); err != nil {
+		return err
+	}
+	tr.own.drop(tr.st, cut)
+	tr.d.cut = max(tr.d.cut, cut)
 	return nil
 }
 

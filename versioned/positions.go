@@ -140,6 +140,16 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 	return p, nil
 }
 
+// unload forgets the stream's last position and ties, hints on a shared
+// engine that a failed commit proved stale: the next reserve reads the
+// store.
+func (st *stream) unload() {
+	st.mu.Lock()
+	st.loaded = false
+	clear(st.ties)
+	st.mu.Unlock()
+}
+
 // trimBegin starts watching the reservations for a trim and returns the
 // stream's low bound (0: unknown) and how far the trims before dropped.
 func (st *stream) trimBegin() (low, trimmed int64) {
@@ -183,6 +193,9 @@ func (st *stream) release(p int64) {
 // positions are then free again, unless the clock has moved past them).
 type feedTx struct {
 	res []reservation
+	// committing: on a shared engine, the Tx went to commit; if it then
+	// aborts, its streams' hints are dropped.
+	committing bool
 }
 
 type reservation struct {
@@ -196,6 +209,17 @@ type feedTxKey struct{}
 func (t *feedTx) release() {
 	for _, r := range t.res {
 		r.st.release(r.p)
+	}
+}
+
+// aborted releases the Tx's positions and, on a shared engine after a
+// failed commit, unloads their streams: another process may hold them.
+func (t *feedTx) aborted() {
+	t.release()
+	if t.committing {
+		for _, r := range t.res {
+			r.st.unload()
+		}
 	}
 }
 
@@ -290,13 +314,21 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
-		ft := feedTxOf(tx)
+		ft := feedTxOf(tx, f.shared)
 		var err error
 		if p, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
 		ft.res = append(ft.res, reservation{st: st, p: p})
-		return tx.Batch.Set(numberKey(prefix, p), val)
+		key := numberKey(prefix, p)
+		if f.shared {
+			// Another process may take the same position (the same clock
+			// instant): only one commit may write it.
+			if err := tx.Batch.Require(storage.Absent(key)); err != nil {
+				return err
+			}
+		}
+		return tx.Batch.Set(key, val)
 	})
 	if err != nil {
 		return 0, err
@@ -305,11 +337,16 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 }
 
 // feedTxOf returns the Tx's reservations, creating them at the first call.
-func feedTxOf(tx *storage.Tx) *feedTx {
+func feedTxOf(tx *storage.Tx, shared bool) *feedTx {
 	return tx.State(feedTxKey{}, func() any {
 		t := &feedTx{}
 		tx.OnApplied(t.release)
-		tx.OnAbort(t.release)
+		if shared {
+			tx.OnPrepare(func() error { t.committing = true; return nil })
+			tx.OnAbort(t.aborted)
+		} else {
+			tx.OnAbort(t.release)
+		}
 		return t
 	}).(*feedTx)
 }
