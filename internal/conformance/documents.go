@@ -19,43 +19,44 @@ import (
 )
 
 // documentCases returns the documents tests: versions, reads, deletes and
-// drops, snapshots, the model test and the concurrency tests. What is about
-// Pebble itself (seek counts, bloom filters, how drops are written) stays
-// in versioned's own tests.
+// drops, snapshots, the model test, the concurrency tests and the shared
+// engines' tests. Each ends with its stores checked healthy (checked).
+// What is about Pebble itself (seek counts, bloom filters, how drops are
+// written) stays in versioned's own tests.
 func documentCases() []Case {
 	return []Case{
-		{"PutWritesNextVersion", testPutWritesNextVersion},
-		{"PutIf", testPutIf},
-		{"AsOf", testAsOf},
-		{"IDsAreBytes", testIDsAreBytes},
-		{"ValueThatDoesNotDecodeIsCorrupt", testValueThatDoesNotDecodeIsCorrupt},
-		{"UpdateWritesManyDocumentsAtomically", testUpdateWritesManyDocumentsAtomically},
-		{"UpdatePanicGivesVersionsBack", testUpdatePanicGivesVersionsBack},
-		{"DeleteWritesAMarker", testDeleteWritesAMarker},
-		{"PruneAndPurgeAfterDelete", testPruneAndPurgeAfterDelete},
-		{"Prune", testPrune},
-		{"PruneBefore", testPruneBefore},
-		{"PruneInsideUpdate", testPruneInsideUpdate},
-		{"VersionsContinueAfterReopen", testVersionsContinueAfterReopen},
-		{"HistoryPages", testHistoryPages},
-		{"HistoryStopsWhenTheConsumerDoes", testHistoryStopsWhenTheConsumerDoes},
-		{"BadQueriesAndCursors", testBadQueriesAndCursors},
-		{"LatestAll", testLatestAll},
-		{"Count", testCount},
-		{"LatestMany", testLatestMany},
-		{"HistoryPage", testHistoryPage},
-		{"CollectionsAndStreams", testCollectionsAndStreams},
-		{"SnapshotReadsAgree", testSnapshotReadsAgree},
-		{"DefaultCodecNames", testDefaultCodecNames},
-		{"Model", testDocumentModel},
-		{"ConcurrentPutsAreDense", testConcurrentPutsAreDense},
-		{"ConcurrentPutsWithAbortsStayDense", testConcurrentPutsWithAbortsStayDense},
-		{"ConcurrentPutIf", testConcurrentPutIf},
-		{"UpdatesInOppositeOrdersDoNotDeadlock", testUpdatesInOppositeOrdersDoNotDeadlock},
-		{"ConcurrentPutsAndDeletesAreDense", testConcurrentPutsAndDeletesAreDense},
-		{"SharedWriters", testSharedWriters},
-		{"SharedPutIfAfterAnotherHandle", testSharedPutIfAfterAnotherHandle},
-		{"SharedFaults", testSharedFaults},
+		{"PutWritesNextVersion", checked(testPutWritesNextVersion)},
+		{"PutIf", checked(testPutIf)},
+		{"AsOf", checked(testAsOf)},
+		{"IDsAreBytes", checked(testIDsAreBytes)},
+		{"ValueThatDoesNotDecodeIsCorrupt", checked(testValueThatDoesNotDecodeIsCorrupt)},
+		{"UpdateWritesManyDocumentsAtomically", checked(testUpdateWritesManyDocumentsAtomically)},
+		{"UpdatePanicGivesVersionsBack", checked(testUpdatePanicGivesVersionsBack)},
+		{"DeleteWritesAMarker", checked(testDeleteWritesAMarker)},
+		{"PruneAndPurgeAfterDelete", checked(testPruneAndPurgeAfterDelete)},
+		{"Prune", checked(testPrune)},
+		{"PruneBefore", checked(testPruneBefore)},
+		{"PruneInsideUpdate", checked(testPruneInsideUpdate)},
+		{"VersionsContinueAfterReopen", checked(testVersionsContinueAfterReopen)},
+		{"HistoryPages", checked(testHistoryPages)},
+		{"HistoryStopsWhenTheConsumerDoes", checked(testHistoryStopsWhenTheConsumerDoes)},
+		{"BadQueriesAndCursors", checked(testBadQueriesAndCursors)},
+		{"LatestAll", checked(testLatestAll)},
+		{"Count", checked(testCount)},
+		{"LatestMany", checked(testLatestMany)},
+		{"HistoryPage", checked(testHistoryPage)},
+		{"CollectionsAndStreams", checked(testCollectionsAndStreams)},
+		{"SnapshotReadsAgree", checked(testSnapshotReadsAgree)},
+		{"DefaultCodecNames", checked(testDefaultCodecNames)},
+		{"Model", checked(testDocumentModel)},
+		{"ConcurrentPutsAreDense", checked(testConcurrentPutsAreDense)},
+		{"ConcurrentPutsWithAbortsStayDense", checked(testConcurrentPutsWithAbortsStayDense)},
+		{"ConcurrentPutIf", checked(testConcurrentPutIf)},
+		{"UpdatesInOppositeOrdersDoNotDeadlock", checked(testUpdatesInOppositeOrdersDoNotDeadlock)},
+		{"ConcurrentPutsAndDeletesAreDense", checked(testConcurrentPutsAndDeletesAreDense)},
+		{"SharedWriters", checked(testSharedWriters)},
+		{"SharedPutIfAfterAnotherHandle", checked(testSharedPutIfAfterAnotherHandle)},
+		{"SharedFaults", checked(testSharedFaults)},
 	}
 }
 
@@ -1050,6 +1051,42 @@ func testSnapshotReadsAgree(t *testing.T, b Backend) {
 	require.ErrorIs(t, drainErr(t, feed.In(kept).Newest("s", tipkv.Query{})), tipkv.ErrInvalid)
 	_, err = users.In(nil).Count("a")
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
+}
+
+// checked runs a test with a backend that remembers the DBs it hands out,
+// and ends it as every conformance test ends: each store the test left
+// open checked healthy (Healthy).
+func checked(f func(*testing.T, Backend)) func(*testing.T, Backend) {
+	return func(t *testing.T, b Backend) {
+		var mu sync.Mutex
+		var dbs []*tipkv.DB
+		keep := func(db *tipkv.DB) *tipkv.DB {
+			mu.Lock()
+			defer mu.Unlock()
+			dbs = append(dbs, db)
+			return db
+		}
+		rb := b
+		rb.Open = func(t testing.TB, opts *tipkv.Options) *tipkv.DB { return keep(b.Open(t, opts)) }
+		if b.Reopen != nil {
+			rb.Reopen = func(t testing.TB, db *tipkv.DB, opts *tipkv.Options) *tipkv.DB { return keep(b.Reopen(t, db, opts)) }
+		}
+		if b.Second != nil {
+			rb.Second = func(t testing.TB, db *tipkv.DB, opts *tipkv.Options) *tipkv.DB { return keep(b.Second(t, db, opts)) }
+		}
+		f(t, rb)
+		if t.Failed() {
+			return
+		}
+		for _, db := range dbs {
+			if s, err := link.Store(db); err == nil {
+				if _, err := s.Get(metaFormatKey); errors.Is(err, storage.ErrClosed) {
+					continue // closed by the test
+				}
+			}
+			Healthy(t, db)
+		}
+	}
 }
 
 // spawn runs f in a goroutine counted by wg.

@@ -15,26 +15,27 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
-// feedCases returns the feeds tests. How trims write their deletes is
-// Pebble's business and stays in versioned's own tests.
+// feedCases returns the feeds tests, each ending with its stores checked
+// healthy. How trims write their deletes is Pebble's business and stays in
+// versioned's own tests.
 func feedCases() []Case {
 	return []Case{
-		{"AppendPositionsFollowTheClock", testAppendPositionsFollowTheClock},
-		{"AppendAtTies", testAppendAtTies},
-		{"AbortedAppendsKeepPositionsUnique", testAbortedAppendsKeepPositionsUnique},
-		{"ConcurrentAppendsAreUnique", testConcurrentAppendsAreUnique},
-		{"NewestAndBetween", testNewestAndBetween},
-		{"Trim", testTrim},
-		{"TrimBefore", testTrimBefore},
-		{"TrimFindsEventsAppendedIntoThePast", testTrimFindsEventsAppendedIntoThePast},
-		{"TrimInsideUpdateSeesOwnAppends", testTrimInsideUpdateSeesOwnAppends},
-		{"TimesOutOfRangeAreInvalid", testTimesOutOfRangeAreInvalid},
-		{"AppendAfterAnEventAtTheLastNanosecond", testAppendAfterAnEventAtTheLastNanosecond},
-		{"FeedUsesTheDBClock", testFeedUsesTheDBClock},
-		{"PositionsContinueAfterReopen", testPositionsContinueAfterReopen},
-		{"TrimsRacingAppends", testTrimsRacingAppends},
-		{"SharedAppends", testSharedAppends},
-		{"SharedAppendAfterAnotherHandle", testSharedAppendAfterAnotherHandle},
+		{"AppendPositionsFollowTheClock", checked(testAppendPositionsFollowTheClock)},
+		{"AppendAtTies", checked(testAppendAtTies)},
+		{"AbortedAppendsKeepPositionsUnique", checked(testAbortedAppendsKeepPositionsUnique)},
+		{"ConcurrentAppendsAreUnique", checked(testConcurrentAppendsAreUnique)},
+		{"NewestAndBetween", checked(testNewestAndBetween)},
+		{"Trim", checked(testTrim)},
+		{"TrimBefore", checked(testTrimBefore)},
+		{"TrimFindsEventsAppendedIntoThePast", checked(testTrimFindsEventsAppendedIntoThePast)},
+		{"TrimInsideUpdateSeesOwnAppends", checked(testTrimInsideUpdateSeesOwnAppends)},
+		{"TimesOutOfRangeAreInvalid", checked(testTimesOutOfRangeAreInvalid)},
+		{"AppendAfterAnEventAtTheLastNanosecond", checked(testAppendAfterAnEventAtTheLastNanosecond)},
+		{"FeedUsesTheDBClock", checked(testFeedUsesTheDBClock)},
+		{"PositionsContinueAfterReopen", checked(testPositionsContinueAfterReopen)},
+		{"TrimsRacingAppends", checked(testTrimsRacingAppends)},
+		{"SharedAppends", checked(testSharedAppends)},
+		{"SharedAppendAfterAnotherHandle", checked(testSharedAppendAfterAnotherHandle)},
 	}
 }
 

@@ -14,16 +14,17 @@ import (
 
 // misuseCases returns the misuse tests: bad input writes nothing, calls
 // during and after Close end with ErrClosed, and a write on the DB inside
-// an Update that holds its document fails at once.
+// an Update that holds its document fails at once. Each ends with its
+// stores checked healthy.
 func misuseCases() []Case {
 	return []Case{
-		{"DocumentBadInputWritesNothing", testDocumentBadInput},
-		{"PutOfTheMarkerByteIsInvalid", testPutOfTheMarkerByteIsInvalid},
-		{"FeedBadInputWritesNothing", testFeedBadInput},
-		{"BatchOfAnotherDBIsRefused", testBatchOfAnotherDBIsRefused},
-		{"CallsAfterClose", testCallsAfterClose},
-		{"CloseDuringCalls", testCloseDuringCalls},
-		{"WriteOnTheDBInsideUpdate", testWriteOnTheDBInsideUpdate},
+		{"DocumentBadInputWritesNothing", checked(testDocumentBadInput)},
+		{"PutOfTheMarkerByteIsInvalid", checked(testPutOfTheMarkerByteIsInvalid)},
+		{"FeedBadInputWritesNothing", checked(testFeedBadInput)},
+		{"BatchOfAnotherDBIsRefused", checked(testBatchOfAnotherDBIsRefused)},
+		{"CallsAfterClose", checked(testCallsAfterClose)},
+		{"CloseDuringCalls", checked(testCloseDuringCalls)},
+		{"WriteOnTheDBInsideUpdate", checked(testWriteOnTheDBInsideUpdate)},
 	}
 }
 
