@@ -42,6 +42,8 @@ import (
 // sharedView is what a Tx knows of a document on a shared engine, beside
 // its docState view. The zero value is a view taken from a hint.
 type sharedView struct {
+	// base is the latest version the guard requires (when guarded).
+	base int64
 	// fresh: latest and deleted were read from the store in this Tx (and
 	// moved on by the Tx's own writes since).
 	fresh bool
@@ -51,7 +53,6 @@ type sharedView struct {
 	// one the view started from (or the view's oldest follows from the
 	// latest guard).
 	oldGuarded bool
-	base       int64
 	// verify is set in the committed state of a document that a failed
 	// commit held: its hints are gone, and a PutIf must read before it
 	// answers.
