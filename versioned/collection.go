@@ -101,6 +101,12 @@ func (c *Collection[T]) docPrefix(dst []byte, id string) []byte {
 //
 // A value that encodes to the single byte 0xC1, the delete marker
 // (possible with codec.Raw or codec.String), is ErrInvalid.
+//
+// On a shared engine (see the package doc) the version is written on the
+// condition that the latest is still the one it follows; if another
+// process wrote first, the write runs again (on the DB alone; in an
+// Update, with the Update's function). It reads the latest version when
+// this DB has not written the document since it opened.
 func (c *Collection[T]) Put(w tipkv.Writer, id string, doc T) (int64, error) {
 	return c.put(w, id, doc, -1)
 }
@@ -112,6 +118,13 @@ func (c *Collection[T]) Put(w tipkv.Writer, id string, doc T) (int64, error) {
 // a delete marker). Otherwise it writes nothing and fails with
 // ErrConflict. Inside an Update the condition counts the Update's own
 // earlier writes.
+//
+// On a shared engine PutIf reads nothing when expected agrees with what
+// this DB knows of the document or it knows nothing: the commit checks
+// that the latest version is expected (for 0, that the document has no
+// version), and if it is not, the write runs again, reads, and fails with
+// ErrConflict. When what the DB knows disagrees, PutIf reads the store
+// first. Its ErrConflict is always the store's answer.
 func (c *Collection[T]) PutIf(w tipkv.Writer, id string, doc T, expected int64) (int64, error) {
 	if expected < 0 {
 		return 0, fmt.Errorf("%w: %s: expected version %d", tipkv.ErrInvalid, c.where(id), expected)
@@ -277,7 +290,9 @@ func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docStat
 // Deleting a document that is missing, purged or already deleted writes
 // nothing and is not an error. Prune drops a marker like any other
 // version, but never the latest one; Purge drops the history, marker
-// included. w is the DB or a Batch, as for Put.
+// included. w is the DB or a Batch, as for Put. On a shared engine the
+// marker, or the decision to write none, is checked at commit as Put's
+// version is.
 func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 	if err := checkID(c.name, id); err != nil {
 		return err
@@ -325,6 +340,11 @@ func (c *Collection[T]) Purge(w tipkv.Writer, id string) (int64, error) {
 // newest ones, delete markers counted as versions (keepNewest >= 1: the
 // latest version, marker or not, is never dropped). It returns how many
 // versions it dropped; a missing document drops none.
+//
+// On a shared engine Prune, PruneBefore and Purge drop on the condition
+// that the document's latest and oldest versions are those they counted
+// from (the count they return is exact), with one range delete; if another
+// process wrote first, they run again.
 func (c *Collection[T]) Prune(w tipkv.Writer, id string, keepNewest int) (int64, error) {
 	if keepNewest < 1 {
 		return 0, fmt.Errorf("%w: %s: Prune must keep at least 1 version, not %d (Purge drops them all)", tipkv.ErrInvalid, c.where(id), keepNewest)

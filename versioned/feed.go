@@ -202,6 +202,10 @@ func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byt
 // count, and are dropped like the others; events of other Updates not yet
 // committed are not counted. Trims of one stream wait for each other (see
 // Collection.Put), Appends never wait for a trim.
+//
+// On a shared engine the events at or below the cut go with one range
+// delete at commit; events other processes append while Trim runs are
+// kept, so it may keep more than keepNewest, never fewer.
 func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -215,6 +219,9 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 // TrimBefore drops the events of stream older than t: positions in
 // [0, t), the Update's own Appends included when w is a Batch. t must be
 // in [MinTime, MaxTime]; any other time is ErrInvalid and drops nothing.
+// On a shared engine, when the stream holds events before t, they go with
+// one range delete at commit, which also takes those other processes
+// append before t meanwhile.
 func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	if err := checkName("stream", stream); err != nil {
 		return err

@@ -275,6 +275,12 @@ func unixNanos(t time.Time) int64 {
 // position may stay unused) and across restarts (the last position is read
 // back from the store). Events of concurrent Updates can commit in another
 // order than their positions: a feed is ordered by time, not by commit.
+//
+// On a shared engine positions are unique across processes too: the event
+// is written on the condition that its position is free, and if another
+// process took it first (the same clock instant), the Append runs again
+// after reading the stream's newest position. Positions increase per
+// process, not across processes, whose clocks differ.
 func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) {
 	return f.append(w, stream, 0, event)
 }
