@@ -88,7 +88,9 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 		if err != nil {
 			return 0, err
 		}
-		st.last, st.loaded = last, true
+		// max: after an unload (a shared engine's failed commit), this
+		// process's own Appends in flight may lie above what is stored.
+		st.last, st.loaded = max(st.last, last), true
 	}
 	p := at
 	if at == 0 {
@@ -140,9 +142,10 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 	return p, nil
 }
 
-// unload forgets the stream's last position and ties, hints on a shared
-// engine that a failed commit proved stale: the next reserve reads the
-// store.
+// unload marks the stream's last position and ties, hints on a shared
+// engine, as proved stale by a failed commit: the next reserve reads the
+// store's newest position (keeping the greater of the two) and forgets
+// the ties.
 func (st *stream) unload() {
 	st.mu.Lock()
 	st.loaded = false
