@@ -3,6 +3,7 @@ package tipkv
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -59,6 +60,20 @@ type Options struct {
 	// Pebble no condition is ever sent and the function runs once. The
 	// default is DefaultMaxRetries.
 	MaxRetries int
+
+	// Logger receives what the storage engine reports, at these levels:
+	// Debug for flushes and compactions; Info when a write stall ends or
+	// refused writes resume; Warn for write stalls, a slow or nearly full
+	// disk, a flush or compaction that failed and will be retried; Error
+	// for background errors, writes refused on a failing disk, corruption
+	// and a store that failed. tipkv's packages log their own events there
+	// too. Each record has the attribute "event" (its kind) and, for
+	// Pebble's events, "info" (Pebble's description) and "error". The
+	// handler runs on the engine's goroutines, some of them holding its
+	// locks: it must not block for long nor call the DB. The default is
+	// nil: nothing is logged (Metrics still counts stalls, slow disks and
+	// errors).
+	Logger *slog.Logger
 }
 
 // DefaultMaxRetries is Options.MaxRetries when it is zero.
@@ -114,6 +129,7 @@ func open(dir string, cfg pebblestore.Config, o Options) (*DB, error) {
 		dir = "mem"
 	}
 	cfg.CacheSize, cfg.MemTableSize, cfg.ReadOnly = o.CacheSize, o.MemTableSize, o.ReadOnly
+	cfg.Logger = o.Logger
 	cfg.FormatVersion = FormatVersion
 	ps, err := pebblestore.Open(dir, cfg)
 	if err != nil {
@@ -274,15 +290,27 @@ func (db *DB) DiskUsage() uint64 {
 	return n
 }
 
-// Metrics returns a human-readable description of the storage engine's
-// state: levels, files, tombstones, caches.
-func (db *DB) Metrics() string {
-	a, err := db.admin()
-	if err != nil {
-		return ""
+// Checkpoint writes a copy of the store to dir while it is in use: an
+// online backup. The copy is consistent, the store as of one moment during
+// the call: it holds every write that returned before the call (NoSync
+// writes too), each Update whole or not at all (a document version and its
+// outbox message together), and writers go on meanwhile. It is an ordinary
+// store: open it (read-only, to leave it as it is) to read it or to restore
+// from it, or run the tipkv command on it.
+//
+// dir must not exist, or be an empty directory; its parents are created.
+// On Pebble, tables are hard-linked where dir is on the same file system
+// as the store (the copy then costs little space until compactions replace
+// those tables), copied otherwise; the write-ahead log is copied. If it
+// fails, nothing is left at dir. A store in memory, or an engine that
+// cannot checkpoint (etcd, SQL: back those up with their own tools), is
+// ErrInvalid, naming the engine.
+func (db *DB) Checkpoint(dir string) error {
+	c, ok := db.store.(storage.Checkpointer)
+	if !ok {
+		return fmt.Errorf("%w: checkpoint: the %s engine has no checkpoint; back it up with its own tools", ErrInvalid, storage.EngineName(db.store))
 	}
-	m, _ := a.Metrics()
-	return m
+	return c.Checkpoint(dir)
 }
 
 func dbOf(db any) (*DB, error) {
@@ -315,6 +343,12 @@ func init() {
 			return nil, err
 		}
 		return d.opts.Clock, nil
+	}
+	link.Logger = func(db any) *slog.Logger {
+		if d, err := dbOf(db); err == nil && d.opts.Logger != nil {
+			return d.opts.Logger
+		}
+		return link.Discard
 	}
 	link.LegacyNames = func(db any) bool {
 		d, err := dbOf(db)

@@ -16,7 +16,7 @@ func TestOpenDB(t *testing.T) {
 	require.NoError(t, err)
 	other, err := sqlkv.Open(context.Background(), cfg, nil)
 	require.NoError(t, err)
-	require.Contains(t, db.Metrics(), "sqlkv postgres table "+cfg.Table)
+	require.Contains(t, db.EngineReport(), "sqlkv postgres table "+cfg.Table)
 	require.NoError(t, db.Compact())
 	require.NotZero(t, db.DiskUsage())
 	require.NoError(t, other.Close())

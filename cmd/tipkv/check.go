@@ -4,20 +4,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"maps"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/docfmt"
-	"github.com/tipkv/tipkv/internal/storage"
+	storecheck "github.com/tipkv/tipkv/internal/check"
 )
-
-func qItemKey(name string, seq int64) []byte {
-	return codec.AppendAsc(segPrefix(codec.FamilyQueueItems, name), seq)
-}
 
 var checkCommand = &command{
 	name:    "check",
@@ -69,231 +60,72 @@ is missing, in use, or not a tipkv store).`,
 	},
 }
 
-type problem struct {
-	kind   string // key, value, format, versions, queue, read
-	key    key    // raw is nil for a problem of no single key (read)
-	where  string // for a read problem: the key range being read
-	detail string
-}
-
-type checker struct {
-	raw      map[string]bool
-	max      int
-	problems []problem
-	count    int
-	keys     uint64
-
-	docs        uint64
-	events      uint64
-	messages    uint64
-	sawFormat   bool
-	prevDoc     []byte // collection and id segments of the previous version key
-	prevVersion int64
-	gapShown    bool
-	queueHeads  map[string]int64
-	deadKeys    []key // checked against the items after the scan
-}
-
-func (ck *checker) add(kind string, k key, format string, args ...any) {
-	ck.count++
-	if len(ck.problems) < ck.max {
-		ck.problems = append(ck.problems, problem{kind: kind, key: k, detail: fmt.Sprintf(format, args...)})
-	}
-}
-
-// readFailed records a read that failed while reading the keys of where
-// (a family name, or "store" when the store did not open).
-func (ck *checker) readFailed(where string, err error) {
-	ck.count++
-	if len(ck.problems) < ck.max {
-		ck.problems = append(ck.problems, problem{kind: "read", where: where, detail: err.Error()})
-	}
-}
-
-// safeVisit is visit that turns a panic while decoding a hostile key or
-// value into a problem: check reports what it cannot read, never crashes.
-func (ck *checker) safeVisit(k key, v []byte) {
-	defer func() {
-		if r := recover(); r != nil {
-			ck.add("value", k, "decoding failed: %v", r)
-		}
-	}()
-	ck.visit(k, v)
-}
-
-func (ck *checker) visit(k key, v []byte) {
-	ck.keys++
-	if !k.complete() {
-		ck.add("key", k, "%s", k.bad)
-		return
-	}
-	r := decodeRecord(k, v)
-	if r.bad != "" {
-		ck.add("value", k, "%s", r.bad)
-	} else if r.msgpack && r.value.err != nil && !ck.raw[k.seg(0)] && !(k.fam.id == codec.FamilyVersions && docfmt.IsDeleteMarker(v)) {
-		ck.add("value", k, "not msgpack: %v", r.value.err)
-	}
-	switch k.fam.id {
-	case codec.FamilyMeta:
-		if k.seg(0) == "format" {
-			ck.sawFormat = true
-			if n, err := strconv.Atoi(string(v)); err == nil && n > tipkv.FormatVersion {
-				ck.add("format", k, "store format %d is newer than this tipkv's %d", n, tipkv.FormatVersion)
-			}
-		}
-	case codec.FamilyVersions:
-		ck.version(k)
-	case codec.FamilyFeed:
-		ck.events++
-		if len(k.segs[0]) == 0 {
-			ck.add("key", k, "empty stream name")
-		}
-	case codec.FamilyQueueState:
-		if st, err := parseQueueState(v); err == nil {
-			ck.queueHeads[k.seg(0)] = st.head
-			if st.head > st.tail {
-				ck.add("queue", k, "head %d is past tail %d", st.head, st.tail)
-			}
-		}
-	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
-		ck.messages++
-		if k.num < 1 {
-			ck.add("queue", k, "sequence number %d is below 1", k.num)
-		}
-		if k.fam.id == codec.FamilyDeadLetters {
-			ck.deadKeys = append(ck.deadKeys, k)
-		}
-		// The state key (03) sorts after the items (02) it describes, so
-		// they are checked against it after the scan, and so are the dead
-		// letters (05) against the items.
-	}
-}
-
-// version checks one version key; keys come in order, so a document's
-// versions arrive newest first, one after the other.
-func (ck *checker) version(k key) {
-	if len(k.segs[0]) == 0 || len(k.segs[1]) == 0 {
-		ck.add("key", k, "empty collection name or document id")
-	}
-	doc := k.raw[:len(k.raw)-codec.NumberSize]
-	same := string(doc) == string(ck.prevDoc)
-	if !same {
-		ck.docs++
-		ck.prevDoc = doc
-		ck.gapShown = false
-	}
-	if k.num < 1 {
-		ck.add("versions", k, "version %d is below 1", k.num)
-	} else if same && k.num != ck.prevVersion-1 && !ck.gapShown {
-		ck.gapShown = true
-		missing := fmt.Sprintf("%d", k.num+1)
-		if ck.prevVersion-k.num > 2 {
-			missing = fmt.Sprintf("%d to %d", k.num+1, ck.prevVersion-1)
-		}
-		ck.add("versions", k, "versions %d then %d: %s missing", ck.prevVersion, k.num, missing)
-	}
-	ck.prevVersion = k.num
-}
-
 func check(c *ctx, dir string, raw map[string]bool, max int) int {
-	ck := &checker{raw: raw, max: max, queueHeads: map[string]int64{}}
+	if max == 0 {
+		max = -1 // list none, count all
+	}
+	var rep storecheck.Report
 	s, err := openStore(dir, false)
 	switch {
 	case errors.Is(err, tipkv.ErrCorrupt):
 		// The store is there, and unreadable: that is check's verdict,
 		// not a failure to run.
-		ck.readFailed("store", err)
-		return ck.report(c)
+		rep = storecheck.Report{Count: 1, Problems: []storecheck.Problem{{Kind: "read", Where: "store", Detail: err.Error()}}}
+		if max < 0 {
+			rep.Problems = nil
+		}
 	case err != nil:
 		return c.openFailed(dir, err)
+	default:
+		defer s.close()
+		rep = storecheck.Store(s.kv, storecheck.Options{Values: true, Raw: raw, Max: max, FormatVersion: tipkv.FormatVersion})
 	}
-	defer s.close()
-
-	// Family by family, so that a read error in one does not hide the
-	// others.
-	metaRead := true
-	for _, r := range keyRanges() {
-		err := s.scan(r.lo, r.hi, func(k, v []byte) error {
-			ck.safeVisit(decodeKey(k), v)
-			return nil
-		})
-		if err != nil {
-			ck.readFailed(r.name, err)
-			metaRead = metaRead && r.name != "meta"
-		}
-	}
-	if !ck.sawFormat && metaRead {
-		ck.add("format", decodeKey(codec.AppendString([]byte{byte(codec.FamilyMeta)}, "format")), "no format key")
-	}
-	// Queue items below their queue's head.
-	for _, name := range slices.Sorted(maps.Keys(ck.queueHeads)) {
-		head := ck.queueHeads[name]
-		lo := segPrefix(codec.FamilyQueueItems, name)
-		hi := codec.AppendAsc(append([]byte(nil), lo...), head)
-		err := s.scan(lo, hi, func(k, _ []byte) error {
-			ck.add("queue", decodeKey(k), "message below the queue's head %d: consumed messages must be deleted", head)
-			return nil
-		})
-		if err != nil {
-			ck.readFailed("queue-items", err)
-		}
-	}
-
-	// A dead letter keeps its sequence number, which is never reused.
-	for _, d := range ck.deadKeys {
-		_, err := s.kv.Get(qItemKey(d.seg(0), d.num))
-		switch {
-		case err == nil:
-			ck.add("queue", d, "sequence number %d is both a message and a dead letter", d.num)
-		case !errors.Is(err, storage.ErrNotFound):
-			ck.readFailed("queue-items", err)
-		}
-	}
-	return ck.report(c)
+	return report(c, rep)
 }
 
 // report writes the checker's verdict and returns the exit status: 0 when
 // healthy, 1 when not.
-func (ck *checker) report(c *ctx) int {
+func report(c *ctx, rep storecheck.Report) int {
 	var err error
-	healthy := ck.count == 0
+	healthy := rep.Healthy()
 	if c.json {
 		list := []any{}
-		for _, p := range ck.problems {
-			obj := object{{"kind", p.kind}}
-			if p.key.raw == nil {
-				obj = append(obj, field{"family", p.where})
+		for _, p := range rep.Problems {
+			obj := object{{"kind", p.Kind}}
+			if p.Key == nil {
+				obj = append(obj, field{"family", p.Where})
 			} else {
-				obj = append(obj, p.key.fields()...)
-				obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.key.raw)})
+				obj = append(obj, decodeKey(p.Key).fields()...)
+				obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.Key)})
 			}
-			list = append(list, append(obj, field{"detail", p.detail}))
+			list = append(list, append(obj, field{"detail", p.Detail}))
 		}
 		err = writeJSON(c.stdout, object{
-			{"healthy", healthy}, {"keys", ck.keys}, {"documents", ck.docs}, {"events", ck.events},
-			{"messages", ck.messages}, {"problem_count", ck.count}, {"problems", list},
+			{"healthy", healthy}, {"keys", rep.Keys}, {"documents", rep.Documents}, {"events", rep.Events},
+			{"messages", rep.Messages}, {"problem_count", rep.Count}, {"problems", list},
 		})
 	} else {
-		if len(ck.problems) > 0 {
+		if len(rep.Problems) > 0 {
 			t := newTable(c.stdout, "PROBLEM", "FAMILY", "KEY", "DETAIL")
-			for _, p := range ck.problems {
-				if p.key.raw == nil {
-					t.row(p.kind, p.where, "-", p.detail)
+			for _, p := range rep.Problems {
+				if p.Key == nil {
+					t.row(p.Kind, p.Where, "-", p.Detail)
 					continue
 				}
-				t.row(p.kind, familyName(p.key.raw0()), p.key.text(), p.detail)
+				k := decodeKey(p.Key)
+				t.row(p.Kind, familyName(k.raw0()), k.text(), p.Detail)
 			}
 			err = t.flush()
-			if ck.count > len(ck.problems) {
-				fmt.Fprintf(c.stdout, "... and %d more (--max)\n", ck.count-len(ck.problems))
-			}
+		}
+		if rep.Count > len(rep.Problems) {
+			fmt.Fprintf(c.stdout, "... and %d more (--max)\n", rep.Count-len(rep.Problems))
 		}
 		verdict := "healthy"
 		if !healthy {
-			verdict = fmt.Sprintf("%d problem(s)", ck.count)
+			verdict = fmt.Sprintf("%d problem(s)", rep.Count)
 		}
 		fmt.Fprintf(c.stdout, "checked %d keys (%d documents, %d events, %d queue messages): %s\n",
-			ck.keys, ck.docs, ck.events, ck.messages, verdict)
+			rep.Keys, rep.Documents, rep.Events, rep.Messages, verdict)
 	}
 	if err != nil {
 		return c.failf(exitFail, "%v", err)

@@ -1,22 +1,24 @@
 // Command tipkv inspects and maintains a tipkv store without writing Go.
 //
-//	tipkv stats   DIR                          families, collections, streams, queues, LSM shape
+//	tipkv stats   DIR [--no-scan]              families, collections, streams, queues, LSM shape, engine figures
 //	tipkv dump    DIR [--family F] [--prefix P] [--hex] [-n N]
 //	tipkv history DIR COLLECTION ID [-n N] [--as-of V]
 //	tipkv feed    DIR STREAM [-n N] [--since T]
 //	tipkv queue   DIR NAME [-n N] [--dead] [--requeue SEQS|all] [--discard SEQS|all]
 //	tipkv check   DIR [--raw NAMES] [--max N]  exit status 1 when the store is not healthy
 //	tipkv compact DIR                          family by family, with progress on stderr
+//	tipkv backup  DIR DEST                     a checkpoint of the store: a store of its own
 //	tipkv version                              module version, store formats it reads
 //
 // Every command takes --help and --json, and flags may come before or after
 // the arguments ("--" ends them). Every command but compact and queue
 // --requeue or --discard opens the store read-only and changes nothing in
-// its directory. No command creates a store: a missing or empty DIR is
-// refused with exit status 2. A store held by another process is refused
-// with a message
-// that says so: Pebble locks the directory even for readers, so the
-// commands run while the service that owns the store is stopped.
+// its directory (backup writes only its DEST). No command creates a store:
+// a missing or empty DIR is refused with exit status 2. A store held by
+// another process is refused with a message that says so: Pebble locks the
+// directory even for readers, so the
+// commands run while the service that owns the store is stopped, or on a
+// copy of its store that the service made with DB.Checkpoint while it runs.
 //
 // Tables are for people; --json writes one JSON document for scripts (dump
 // writes one JSON object per line, so that a large store streams). Values

@@ -166,8 +166,6 @@ func (k key) lastPart() string {
 func (k key) complete() bool { return k.bad == "" }
 
 // seg returns segment i as a string.
-func (k key) seg(i int) string { return string(k.segs[i]) }
-
 // text renders the key for a table: its parts joined by " | ", each
 // quoted when it would otherwise be ambiguous, or hex when it is not a key
 // tipkv wrote.

@@ -38,7 +38,7 @@ type ctx struct {
 func commands() []*command {
 	return []*command{
 		statsCommand, dumpCommand, historyCommand, feedCommand,
-		queueCommand, checkCommand, compactCommand, versionCommand,
+		queueCommand, checkCommand, compactCommand, backupCommand, versionCommand,
 	}
 }
 
@@ -171,7 +171,8 @@ Commands:
 	}
 	fmt.Fprint(w, `
 Every command takes --help and --json; flags may follow the arguments.
-Only compact and queue --requeue/--discard write; the rest open read-only.
+Only compact and queue --requeue/--discard write; the rest open read-only
+(backup writes DEST only).
 No command creates a store: a missing or empty DIR is refused.
 Exit status: 0 ok, 1 failed or unhealthy (check), 2 bad usage or cannot open.
 With --json an error is one JSON object on a line of stderr:

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/tipkv/tipkv/codec"
@@ -29,9 +30,20 @@ Reads every key once and reports:
   - the store's size on disk, and the LSM tree from Pebble's metrics: per
     non-empty level its tables, bytes, compaction score, entries and
     tombstones (counted from sstable properties; memtables are not
-    counted). --json lists every level.`,
+    counted). --json lists every level.
+  - the engine's figures, as DB.Metrics gives them to a service:
+    tombstones (Pebble's estimate), compaction debt, memtables, WAL,
+    obsolete tables, block cache. --json has them all under "metrics",
+    counters included; those count from this command's own open of the
+    store, so a service watches them on its DB.Metrics instead.
+
+--no-scan skips reading every key (families, collections, streams and
+queues): on a large store it gives the figures at once. To look at the
+store of a running service, run stats on a copy of it (tipkv backup, or
+the service's DB.Checkpoint).`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
-		return func(c *ctx, args []string) int { return stats(c, args[0]) }
+		noScan := fs.Bool("no-scan", false, "skip reading every key: only the disk, LSM and engine figures")
+		return func(c *ctx, args []string) int { return stats(c, args[0], *noScan) }
 	},
 }
 
@@ -64,6 +76,7 @@ type queueStats struct {
 }
 
 type storeStats struct {
+	noScan        bool // the keys were not read
 	keys, badKeys uint64
 	families      []*familyStats
 	collections   []*collectionStats
@@ -159,30 +172,32 @@ type shaper interface {
 	Shape() (pebblestore.Shape, error)
 }
 
-func stats(c *ctx, dir string) int {
+func stats(c *ctx, dir string, noScan bool) int {
 	s, code := c.openStore(dir, false)
 	if s == nil {
 		return code
 	}
 	defer s.close()
 
-	st := &storeStats{queues: map[string]*queueStats{}}
-	for _, f := range families {
-		st.family(byte(f.id))
-	}
-	err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
-		st.add(decodeKey(k), v)
-		return nil
-	})
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
-	slices.SortFunc(st.families, func(a, b *familyStats) int { return int(a.id) - int(b.id) })
+	st := &storeStats{queues: map[string]*queueStats{}, noScan: noScan}
 	var queueErr error
-	for _, q := range st.sortedQueues() {
-		q.read(s)
-		if q.err != nil && queueErr == nil {
-			queueErr = q.err
+	if !noScan {
+		for _, f := range families {
+			st.family(byte(f.id))
+		}
+		err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
+			st.add(decodeKey(k), v)
+			return nil
+		})
+		if err != nil {
+			return c.failf(exitFail, "%v", err)
+		}
+		slices.SortFunc(st.families, func(a, b *familyStats) int { return int(a.id) - int(b.id) })
+		for _, q := range st.sortedQueues() {
+			q.read(s)
+			if q.err != nil && queueErr == nil {
+				queueErr = q.err
+			}
 		}
 	}
 	var shape *pebblestore.Shape
@@ -193,10 +208,17 @@ func stats(c *ctx, dir string) int {
 		}
 		shape = &v
 	}
+	m, err := s.db.Metrics()
+	if err != nil {
+		return c.failf(exitFail, "%v", err)
+	}
 	if c.json {
-		err = writeJSON(c.stdout, st.json(dir, s.db.DiskUsage(), shape))
+		err = writeJSON(c.stdout, append(st.json(dir, s.db.DiskUsage(), shape), field{"metrics", metricsJSON(m)}))
 	} else {
 		err = st.print(c, dir, s.db.DiskUsage(), shape)
+		if err == nil && m.Storage.Levels != nil {
+			err = printMetrics(c.stdout, m)
+		}
 	}
 	if err != nil {
 		return c.failf(exitFail, "%v", err)
@@ -247,9 +269,12 @@ func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) ob
 		}
 		queues = append(queues, append(o, field{"dead", q.dead}, field{"state", state}))
 	}
-	out := object{
-		{"dir", dir}, {"disk_usage", disk}, {"keys", st.keys}, {"bad_keys", st.badKeys},
-		{"families", fams}, {"collections", colls}, {"streams", streams}, {"queues", queues},
+	out := object{{"dir", dir}, {"disk_usage", disk}}
+	if !st.noScan {
+		out = append(out, object{
+			{"keys", st.keys}, {"bad_keys", st.badKeys},
+			{"families", fams}, {"collections", colls}, {"streams", streams}, {"queues", queues},
+		}...)
 	}
 	if shape != nil {
 		levels := []any{}
@@ -277,6 +302,12 @@ func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.
 	t := newTable(w)
 	t.row("store", dir)
 	t.row("disk", size(disk))
+	if st.noScan {
+		if err := t.flush(); err != nil {
+			return err
+		}
+		return printShape(w, shape)
+	}
 	keys := fmt.Sprint(st.keys)
 	if st.badKeys > 0 {
 		keys += fmt.Sprintf(" (%d not in tipkv's layout: run tipkv check)", st.badKeys)
@@ -329,6 +360,11 @@ func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.
 		}
 		fmt.Fprintln(w, queueLegend)
 	}
+	return printShape(w, shape)
+}
+
+// printShape writes the LSM tree's shape, if the engine has one.
+func printShape(w io.Writer, shape *pebblestore.Shape) error {
 	if shape == nil {
 		return nil
 	}
@@ -347,7 +383,7 @@ func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.
 		_, err := fmt.Fprintln(w, "no sstables yet: every key is in the memtable")
 		return err
 	}
-	t = newTable(w, "LEVEL", "TABLES", "SIZE", "SCORE", "ENTRIES", "POINT TOMBSTONES", "RANGE TOMBSTONES")
+	t := newTable(w, "LEVEL", "TABLES", "SIZE", "SCORE", "ENTRIES", "POINT TOMBSTONES", "RANGE TOMBSTONES")
 	for _, l := range shape.Levels {
 		if l.Tables > 0 {
 			t.row(fmt.Sprintf("L%d", l.Level), l.Tables, size(uint64(l.Bytes)), fmt.Sprintf("%.2f", l.Score), l.Entries, l.PointTombstones, l.RangeTombstones)

@@ -30,7 +30,7 @@ type Options struct {
 	// codec.
 	Raw map[string]bool
 	// Max is how many problems the report lists (all are counted). The
-	// default (0) is 100.
+	// default (0) is 100; negative lists none.
 	Max int
 	// FormatVersion is the newest store format the caller reads. The
 	// default (0) accepts any.
@@ -119,6 +119,9 @@ func Store(r storage.Reader, o Options) Report {
 	if o.Max == 0 {
 		o.Max = 100
 	}
+	if o.Max < 0 {
+		o.Max = 0
+	}
 	ck := &checker{o: o, r: r, heads: map[string]int64{}}
 	metaRead := true
 	for _, f := range Families {
@@ -187,7 +190,7 @@ func (ck *checker) visit(f Family, k, v []byte) {
 	}
 	name, rest, err := codec.DecodeString(k[1:])
 	if err != nil {
-		ck.add("key", k, "bad name segment: %v", err)
+		ck.add("key", k, "bad %s segment: %v", nameOf[f.ID], err)
 		return
 	}
 	switch f.ID {
@@ -209,7 +212,7 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		ck.version(k, name, rest, v)
 	case 0x04:
 		ck.rep.Events++
-		ck.numbered(k, name, rest, false)
+		ck.numbered(k, name, rest, "position", false)
 		if ck.o.Values && !ck.o.Raw[name] {
 			ck.payload(k, v)
 		}
@@ -219,7 +222,7 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		}
 		st, err := queuefmt.ParseState(v)
 		if err != nil {
-			ck.add("value", k, "%v", err)
+			ck.add("value", k, "queue state: %v", err)
 			return
 		}
 		ck.heads[name] = st.Head
@@ -228,7 +231,7 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		}
 	case 0x02, 0x05:
 		ck.rep.Messages++
-		seq, ok := ck.numbered(k, name, rest, true)
+		seq, ok := ck.numbered(k, name, rest, "sequence number", true)
 		tag := byte(queuefmt.ItemFormat)
 		if f.ID == 0x05 {
 			tag = queuefmt.DeadFormat
@@ -236,12 +239,15 @@ func (ck *checker) visit(f Family, k, v []byte) {
 				ck.dead = append(ck.dead, deadLetter{name, seq})
 			}
 			if len(v) > 0 && v[0] == queuefmt.DeadRawFormat {
-				return // the bytes of an item that was corrupt, kept as they were
+				// The bytes of an item that was corrupt, kept as they were:
+				// damage that happened, though the queue goes on.
+				ck.add("value", k, "a corrupt queue message, quarantined")
+				return
 			}
 		}
 		_, payload, err := queuefmt.ParseHeader(v, tag)
 		if err != nil {
-			ck.add("value", k, "%v", err)
+			ck.add("value", k, "queue value: %v", err)
 			return
 		}
 		if ck.o.Values && !ck.o.Raw[name] {
@@ -250,13 +256,16 @@ func (ck *checker) visit(f Family, k, v []byte) {
 	}
 }
 
+// nameOf names the first segment of each family's keys.
+var nameOf = map[byte]string{0x00: "name", 0x01: "collection", 0x02: "queue", 0x03: "queue", 0x04: "stream", 0x05: "queue"}
+
 // numbered checks the number after a name: 8 bytes, at least 1.
-func (ck *checker) numbered(k []byte, name string, rest []byte, asc bool) (int64, bool) {
+func (ck *checker) numbered(k []byte, name string, rest []byte, what string, asc bool) (int64, bool) {
 	if name == "" {
 		ck.add("key", k, "empty name")
 	}
 	if len(rest) != codec.NumberSize {
-		ck.add("key", k, "a number needs %d bytes, the key has %d", codec.NumberSize, len(rest))
+		ck.add("key", k, "a %s needs %d bytes, the key has %d", what, codec.NumberSize, len(rest))
 		return 0, false
 	}
 	var n int64
@@ -266,7 +275,11 @@ func (ck *checker) numbered(k []byte, name string, rest []byte, asc bool) (int64
 		n, _, _ = codec.DecodeDesc(rest)
 	}
 	if n < 1 {
-		ck.add("key", k, "number %d is below 1", n)
+		kind := "key"
+		if what == "version" {
+			kind = "versions"
+		}
+		ck.add(kind, k, "%s %d is below 1", what, n)
 		return n, false
 	}
 	return n, true
@@ -283,7 +296,7 @@ func (ck *checker) version(k []byte, coll string, rest, v []byte) {
 	if coll == "" || id == "" {
 		ck.add("key", k, "empty collection name or document id")
 	}
-	n, ok := ck.numbered(k, coll, tail, false)
+	n, ok := ck.numbered(k, coll, tail, "version", false)
 	if !ok {
 		return
 	}
@@ -315,11 +328,11 @@ func (ck *checker) payload(k, v []byte) {
 	}
 	d := msgpack.NewDecoder(bytes.NewReader(v))
 	if _, err := d.DecodeInterface(); err != nil {
-		ck.add("value", k, "neither msgpack nor JSON: %v", err)
+		ck.add("value", k, "not msgpack: %v", err)
 		return
 	}
 	if n := d.Buffered().(*bytes.Reader).Len(); n > 0 {
-		ck.add("value", k, "%d bytes left after the msgpack value", n)
+		ck.add("value", k, "not msgpack: %d bytes left after the msgpack value", n)
 	}
 }
 
@@ -349,7 +362,8 @@ func (ck *checker) queues() {
 		_, err := ck.r.Get(key)
 		switch {
 		case err == nil:
-			ck.add("queue", key, "sequence number %d is both a message and a dead letter", d.seq)
+			dead := codec.AppendAsc(codec.AppendString([]byte{0x05}, d.queue), d.seq)
+			ck.add("queue", dead, "sequence number %d is both a message and a dead letter", d.seq)
 		case !errors.Is(err, storage.ErrNotFound):
 			ck.readFailed("queue-items", err)
 		}

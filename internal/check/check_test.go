@@ -76,10 +76,10 @@ func TestProblems(t *testing.T) {
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
 		{"an unknown family", [][]byte{{0x09, 0x01}, {0x01}}, "key", "unknown family 0x09"},
-		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad name segment"},
-		{"a short number", [][]byte{append(codec.AppendString([]byte{0x04}, "s"), 1, 2), {0x01}}, "key", "a number needs 8 bytes"},
+		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad collection segment"},
+		{"a short number", [][]byte{append(codec.AppendString([]byte{0x04}, "s"), 1, 2), {0x01}}, "key", "a position needs 8 bytes"},
 		{"a bad item header", [][]byte{qkey(0x02, "q", 4), {0x07}}, "value", "tag"},
-		{"a value neither msgpack nor JSON", [][]byte{vkey("c", "a", 2), {0xc1, 0xc1}}, "value", "neither msgpack nor JSON"},
+		{"a value neither msgpack nor JSON", [][]byte{vkey("c", "a", 2), {0xc1, 0xc1}}, "value", "not msgpack"},
 		{"no format key", [][]byte{codec.AppendString([]byte{0x00}, "format"), nil}, "format", "no format key"},
 		{"a newer format", [][]byte{codec.AppendString([]byte{0x00}, "format"), []byte("99")}, "format", "newer"},
 	}

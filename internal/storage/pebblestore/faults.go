@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -44,6 +44,8 @@ import (
 type faults struct {
 	s      *Store
 	events func(Event)
+	logger *slog.Logger // nil: silent
+	counters
 
 	failed atomic.Bool
 	halted atomic.Bool // writes stopped while a background error stands
@@ -56,11 +58,16 @@ type faults struct {
 	paths    map[string]bool
 }
 
-func (f *faults) init(s *Store, events func(Event)) {
-	f.s, f.events = s, events
+func (f *faults) init(s *Store, events func(Event), logger *slog.Logger) {
+	f.s, f.events, f.logger = s, events, logger
 }
 
+// emit counts e, logs it and hands it to the Events hook.
 func (f *faults) emit(e Event) {
+	f.count(e)
+	if f.logger != nil {
+		e.log(f.logger)
+	}
 	if f.events != nil {
 		f.events(e)
 	}
@@ -83,7 +90,7 @@ func (f *faults) fail(err error) {
 		f.failed.Store(true)
 	}
 	f.mu.Unlock()
-	f.emit(Event{Kind: "fatal", Error: err, Info: err.Error()})
+	f.emit(Event{Kind: EventFatal, Error: err, Info: err.Error()})
 	f.s.gate.signal() // a Close waiting on calls that will never finish
 }
 
@@ -106,9 +113,9 @@ func (f *faults) updateHalted() *Event {
 	}
 	if h {
 		f.s.gate.signal()
-		return &Event{Kind: "writes-refused", Error: f.bgErr, Info: "Pebble stopped writes while the disk fails: new writes are refused until a flush succeeds"}
+		return &Event{Kind: EventWritesRefused, Error: f.bgErr, Info: "Pebble stopped writes while the disk fails: new writes are refused until a flush succeeds"}
 	}
-	return &Event{Kind: "writes-resumed"}
+	return &Event{Kind: EventWritesResumed}
 }
 
 func (f *faults) emitIf(e *Event) {
@@ -167,14 +174,14 @@ func (f *faults) listener() *pebble.EventListener {
 				f.corrupts = append(f.corrupts, err)
 			}
 			f.mu.Unlock()
-			f.emit(Event{Kind: "corruption", Error: err, Info: info.String()})
+			f.emit(Event{Kind: EventCorruption, Error: err, Info: info.String()})
 		},
 		BackgroundError: func(err error) {
 			f.mu.Lock()
 			f.bgErr = err
 			e := f.updateHalted()
 			f.mu.Unlock()
-			f.emit(Event{Kind: "background-error", Error: err, Info: err.Error()})
+			f.emit(Event{Kind: EventBackgroundErr, Error: err, Info: err.Error()})
 			f.emitIf(e)
 		},
 		FlushEnd: func(info pebble.FlushInfo) {
@@ -185,18 +192,18 @@ func (f *faults) listener() *pebble.EventListener {
 				e = f.updateHalted()
 				f.mu.Unlock()
 			}
-			f.emit(Event{Kind: "flush", Error: info.Err, Info: info.String()})
+			f.emit(Event{Kind: EventFlush, Error: info.Err, Info: info.String()})
 			f.emitIf(e)
 		},
 		CompactionEnd: func(info pebble.CompactionInfo) {
-			f.emit(Event{Kind: "compaction", Error: info.Err, Info: info.String()})
+			f.emit(Event{Kind: EventCompaction, Error: info.Err, Info: info.String()})
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			f.mu.Lock()
 			f.stopped = true
 			e := f.updateHalted()
 			f.mu.Unlock()
-			f.emit(Event{Kind: "write-stall", Info: info.String()})
+			f.emit(Event{Kind: EventWriteStall, Info: info.String()})
 			f.emitIf(e)
 		},
 		WriteStallEnd: func() {
@@ -204,11 +211,14 @@ func (f *faults) listener() *pebble.EventListener {
 			f.stopped = false
 			e := f.updateHalted()
 			f.mu.Unlock()
-			f.emit(Event{Kind: "write-stall-end"})
+			f.emit(Event{Kind: EventWriteStallEnd})
 			f.emitIf(e)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
-			f.emit(Event{Kind: "disk-slow", Info: info.String()})
+			f.emit(Event{Kind: EventDiskSlow, Info: info.String()})
+		},
+		LowDiskSpace: func(info pebble.LowDiskSpaceInfo) {
+			f.emit(Event{Kind: EventLowDiskSpace, Info: info.String()})
 		},
 	}
 }
@@ -246,14 +256,13 @@ func (f *faults) recoverFatal(errp *error) {
 // Infof implements pebble.Logger: nothing, Pebble's events cover it.
 func (f *faults) Infof(string, ...any) {}
 
-// Errorf implements pebble.Logger.
+// Errorf implements pebble.Logger: an "error" event, logged at Error
+// when the store has a logger, and counted. Without a logger nothing is
+// printed: a library does not write to its host's stderr, and what such
+// an error costs reaches the caller anyway (an error from a call, refused
+// writes) or shows in EngineMetrics.
 func (f *faults) Errorf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	if f.events == nil {
-		fmt.Fprintf(os.Stderr, "tipkv: pebble: %s\n", msg)
-		return
-	}
-	f.emit(Event{Kind: "error", Info: msg})
+	f.emit(Event{Kind: EventError, Info: fmt.Sprintf(format, args...)})
 }
 
 // Fatalf implements pebble.Logger: see faults.

@@ -3,9 +3,11 @@ package pebblestore_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,6 +61,9 @@ func runChild(t *testing.T, role, dir string) []report {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+role, "TIPKV_DIR="+dir)
+	// A child must not outlive a test that fails or times out: one left on
+	// a full disk spins in Pebble's flush retries.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -257,13 +262,15 @@ func (d *diskFull) String() string { return "disk full" }
 func fullDiskChild(role, dir string) int {
 	df := &diskFull{tables: role == "full-disk-flush"}
 	events := make(chan string, 1024)
+	logged := &levelCounts{}
 	cfg := pebblestore.Config{FS: errorfs.Wrap(vfs.Default, df), CacheSize: 1 << 20, FormatVersion: 2,
 		Events: func(e pebblestore.Event) {
 			select {
 			case events <- e.Kind:
 			default:
 			}
-		}}
+		},
+		Logger: slog.New(logged)}
 	sync := true
 	if df.tables {
 		cfg.MemTableSize = pebblestore.MinMemTableSize
@@ -345,12 +352,32 @@ func fullDiskChild(role, dir string) int {
 	for range 20 {
 		_ = write()
 	}
+	if m, err := s.EngineMetrics(); err == nil {
+		emit(report{Event: "write-stalls", Key: int(m.WriteStalls)})
+		emit(report{Event: "background-errors", Key: int(m.BackgroundErrors)})
+	}
+	emit(report{Event: "logged-errors", Key: int(logged.errors.Load())})
 	if err := s.Close(); err != nil {
 		emit(errReport("close-error", 0, err))
 	}
 	emit(report{Event: "done"})
 	return 0
 }
+
+// levelCounts is a slog handler that counts the records at Error.
+type levelCounts struct {
+	errors atomic.Int64
+}
+
+func (c *levelCounts) Enabled(context.Context, slog.Level) bool { return true }
+func (c *levelCounts) Handle(_ context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelError {
+		c.errors.Add(1)
+	}
+	return nil
+}
+func (c *levelCounts) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *levelCounts) WithGroup(string) slog.Handler      { return c }
 
 // A full disk, in the write-ahead log (synced writes) or in flushes
 // (small memtable, no sync): the write that meets it fails with an error
@@ -364,8 +391,11 @@ func TestFullDisk(t *testing.T) {
 			rs := runChild(t, role, dir)
 			var acked []int
 			full, nospace := false, 0
+			counted := map[string]int{}
 			for _, r := range rs {
 				switch r.Event {
+				case "write-stalls", "background-errors", "logged-errors":
+					counted[r.Event] = r.Key
 				case "open-error":
 					t.Fatalf("open: %s", r.Err)
 				case "disk-full":
@@ -382,6 +412,14 @@ func TestFullDisk(t *testing.T) {
 			}
 			require.Positive(t, nospace, "a write met the full disk and said so (ENOSPC)")
 			require.Equal(t, "done", rs[len(rs)-1].Event, "the child finished: Close returned")
+			if role == "full-disk-flush" {
+				// Flushes failed (background errors) until Pebble stopped
+				// writes (a stall): the metrics count both, and the logger
+				// heard errors.
+				require.Positive(t, counted["write-stalls"], "%v", counted)
+				require.Positive(t, counted["background-errors"], "%v", counted)
+				require.Positive(t, counted["logged-errors"], "%v", counted)
+			}
 
 			s, err := pebblestore.Open(dir, pebblestore.Config{CacheSize: 1 << 20, FormatVersion: 2})
 			require.NoError(t, err, "the store reopens once the disk has room")

@@ -12,8 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -44,11 +47,19 @@ type Config struct {
 	// stalls, background errors, corruption), after the store has acted on
 	// it.
 	Events func(Event)
+	// DiskSlowThreshold is how long a disk write or sync may take before
+	// the store reports the disk slow (EventDiskSlow). The default is 5
+	// seconds, Pebble's; negative turns the check off.
+	DiskSlowThreshold time.Duration
+	// Logger, if set, logs the same events at their Level. Its handler
+	// runs on Pebble's goroutines, some of them holding Pebble's locks: it
+	// must not block for long, nor call the store. Nil: nothing is logged.
+	Logger *slog.Logger
 }
 
 // Event is something Pebble reported, for logging.
 type Event struct {
-	Kind  string // "corruption", "background-error", "write-stall", "write-stall-end", "writes-refused", "writes-resumed", "disk-slow", "fatal", "flush", "compaction", "error"
+	Kind  string // one of the Event constants (EventFlush, ...)
 	Error error  // for errors
 	Info  string // Pebble's description
 }
@@ -91,10 +102,13 @@ type Store struct {
 	gate gate
 	f    faults
 
-	fs     vfs.FS
-	dir    string
-	format int
-	marker Marker
+	fs       vfs.FS
+	dir      string
+	format   int
+	marker   Marker
+	inMemory bool
+	readOnly bool
+	health   io.Closer // the disk health checks, closed after Pebble; nil if off
 
 	// commitMu orders conditional batches against every other batch: a
 	// batch with conditions holds it exclusively from the check to the
@@ -135,11 +149,26 @@ func Open(dir string, cfg Config) (s *Store, err error) {
 	cache := pebble.NewCache(cfg.CacheSize)
 	defer cache.Unref()
 	opts := Options(cfg, cache)
-	s = &Store{fs: cfg.FS, dir: dir, format: cfg.FormatVersion, marker: m}
+	s = &Store{fs: cfg.FS, dir: dir, format: cfg.FormatVersion, marker: m, inMemory: cfg.InMemory, readOnly: cfg.ReadOnly}
 	s.gate.init()
-	s.f.init(s, cfg.Events)
+	s.f.init(s, cfg.Events, cfg.Logger)
 	opts.Logger = &s.f
 	opts.EventListener = s.f.listener()
+	// Pebble times disk operations only through a wrapping file system
+	// (its WithFSDefaults): without it the DiskSlow event never fires.
+	if cfg.DiskSlowThreshold == 0 {
+		cfg.DiskSlowThreshold = 5 * time.Second
+	}
+	if cfg.DiskSlowThreshold > 0 {
+		var health io.Closer
+		opts.FS, health = vfs.WithDiskHealthChecks(opts.FS, cfg.DiskSlowThreshold, nil, opts.EventListener.DiskSlow)
+		s.health = health
+		defer func() {
+			if err != nil {
+				_ = health.Close() // s is nil by now
+			}
+		}()
+	}
 	if cfg.ReadOnly {
 		// Pebble takes the directory lock by creating LOCK for writing,
 		// which a read-only file system refuses. Nothing can write to such
@@ -355,6 +384,9 @@ func (s *Store) closePebble() error {
 		defer s.f.recoverFatal(&err)
 		err = s.db.Close()
 	}()
+	if s.health != nil {
+		_ = s.health.Close()
+	}
 	return err
 }
 

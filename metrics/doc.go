@@ -1,0 +1,15 @@
+// Package metrics is the root of the module that exports tipkv's figures
+// (tipkv.DB.Metrics) to monitoring systems, kept apart from tipkv so that
+// tipkv itself depends on Pebble, msgpack and nothing else:
+//
+//   - tipkvprom: a Prometheus collector (client_golang).
+//   - tipkvotel: an OpenTelemetry bridge (asynchronous instruments on a
+//     metric.MeterProvider).
+//
+// Both publish the same metrics under the same names (Prometheus spells
+// them with underscores and unit suffixes, OpenTelemetry with dots and a
+// unit): store-wide figures of the storage engine, per-level figures of
+// the LSM tree (label "level"), and per queue, collection and stream
+// figures (labels "queue", "collection", "stream"). Both read DB.Metrics
+// once per scrape or collection, which costs microseconds.
+package metrics

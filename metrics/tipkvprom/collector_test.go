@@ -1,0 +1,145 @@
+package tipkvprom_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	tipkvtest "github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/metrics/tipkvprom"
+)
+
+func write(t *testing.T, db *tipkv.DB, n int) {
+	t.Helper()
+	for i := range n {
+		require.NoError(t, link.Write(db, func(tx *storage.Tx) error {
+			return tx.Batch.Set([]byte(fmt.Sprintf("\x01key-%05d", i)), []byte("value"))
+		}))
+	}
+}
+
+// queues makes the DB report two queues, as the queue package does.
+func queues(t *testing.T, db *tipkv.DB) {
+	reg, err := link.Services(db)
+	require.NoError(t, err)
+	reg.Meters().Set("test", func(m any) {
+		mm := m.(*tipkv.Metrics)
+		mm.Queues = append(mm.Queues,
+			tipkv.QueueMetrics{Name: "jobs", Depth: 7, Leased: 2, Acks: 40},
+			tipkv.QueueMetrics{Name: "emails", Depth: 1, DeadLetters: 3})
+		mm.Collections = append(mm.Collections, tipkv.CollectionMetrics{Name: "users", Writes: 12})
+	})
+}
+
+func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			require.Len(t, mf.GetMetric(), 1, name)
+			m := mf.GetMetric()[0]
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				return m.GetCounter().GetValue()
+			default:
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+func TestCollector(t *testing.T) {
+	db, _ := tipkvtest.OpenDir(t, nil)
+	write(t, db, 100)
+	require.NoError(t, db.Flush())
+	queues(t, db)
+
+	// A pedantic registry checks that what Collect sends matches Describe.
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(tipkvprom.NewCollector(db)))
+	require.GreaterOrEqual(t, gauge(t, reg, "tipkv_flushes_total"), 1.0)
+	require.Greater(t, gauge(t, reg, "tipkv_disk_usage_bytes"), 0.0)
+	require.Greater(t, gauge(t, reg, "tipkv_wal_written_bytes_total"), 0.0)
+
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP tipkv_queue_depth Messages in a queue: ready, leased and delayed (dead letters apart).
+# TYPE tipkv_queue_depth gauge
+tipkv_queue_depth{queue="emails"} 1
+tipkv_queue_depth{queue="jobs"} 7
+# HELP tipkv_queue_acks_total Messages acknowledged.
+# TYPE tipkv_queue_acks_total counter
+tipkv_queue_acks_total{queue="emails"} 0
+tipkv_queue_acks_total{queue="jobs"} 40
+# HELP tipkv_queue_dead_letters Dead letters of a queue.
+# TYPE tipkv_queue_dead_letters gauge
+tipkv_queue_dead_letters{queue="emails"} 3
+tipkv_queue_dead_letters{queue="jobs"} 0
+# HELP tipkv_collection_writes_total Versions written to a collection (puts and delete markers).
+# TYPE tipkv_collection_writes_total counter
+tipkv_collection_writes_total{collection="users"} 12
+`), "tipkv_queue_depth", "tipkv_queue_acks_total", "tipkv_queue_dead_letters", "tipkv_collection_writes_total"))
+
+	// One series per level.
+	n, err := testutil.GatherAndCount(reg, "tipkv_lsm_tables")
+	require.NoError(t, err)
+	require.Equal(t, 7, n)
+	// No stream registered: no stream series.
+	n, err = testutil.GatherAndCount(reg, "tipkv_stream_appends_total")
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// The metric names and help follow Prometheus' conventions.
+func TestCollectorLint(t *testing.T) {
+	db, _ := tipkvtest.OpenDir(t, nil)
+	queues(t, db)
+	problems, err := testutil.CollectAndLint(tipkvprom.NewCollector(db))
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}
+
+// Several DBs in one registry, each under a label of its own.
+func TestCollectorPerStore(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	for _, name := range []string{"orders", "events"} {
+		db, _ := tipkvtest.OpenDir(t, nil)
+		prometheus.WrapRegistererWith(prometheus.Labels{"store": name}, reg).MustRegister(tipkvprom.NewCollector(db))
+	}
+	n, err := testutil.GatherAndCount(reg, "tipkv_disk_usage_bytes")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+}
+
+func TestCollectorClosedDB(t *testing.T) {
+	db, _ := tipkvtest.OpenDir(t, nil)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(tipkvprom.NewCollector(db)))
+	require.NoError(t, db.Close())
+	_, err := reg.Gather()
+	require.ErrorIs(t, err, tipkv.ErrClosed)
+}
+
+// A shared engine has no engine figures: only the packages' sections.
+func TestCollectorWithoutEngineFigures(t *testing.T) {
+	db := tipkvtest.OpenShared(t, 1, sharedstore.Options{}, nil)[0]
+	queues(t, db)
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(tipkvprom.NewCollector(db)))
+	n, err := testutil.GatherAndCount(reg, "tipkv_queue_depth")
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	n, err = testutil.GatherAndCount(reg, "tipkv_disk_usage_bytes", "tipkv_lsm_tables")
+	require.NoError(t, err)
+	require.Zero(t, n)
+}

@@ -1,0 +1,4 @@
+package tipkv
+
+// StorageMetricsOf is storageMetrics, for tests.
+var StorageMetricsOf = storageMetrics

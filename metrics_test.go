@@ -1,0 +1,251 @@
+package tipkv_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/testutil"
+)
+
+func TestMetricsFromPebble(t *testing.T) {
+	db, _ := testutil.OpenDir(t, nil)
+	m, err := db.Metrics()
+	require.NoError(t, err)
+	require.Equal(t, "pebble", m.Engine)
+	require.Len(t, m.Storage.Levels, 7)
+	require.Empty(t, m.Queues)
+	require.Empty(t, m.Collections)
+	require.Empty(t, m.Streams)
+
+	for i := range 100 {
+		require.NoError(t, put(db, fmt.Sprintf("\x01key-%03d", i), "value"))
+	}
+	require.NoError(t, db.Flush())
+	m, err = db.Metrics()
+	require.NoError(t, err)
+	s := m.Storage
+	require.GreaterOrEqual(t, s.Flushes, int64(1))
+	require.GreaterOrEqual(t, s.Tables(), int64(1))
+	require.Greater(t, s.DiskUsage, uint64(0))
+	require.Greater(t, s.WALBytesWritten, uint64(0))
+	require.Greater(t, s.Uptime, time.Duration(0))
+	for i, l := range s.Levels {
+		require.Equal(t, i, l.Level)
+	}
+
+	_, err = get(t, db, "\x01key-007")
+	require.NoError(t, err)
+	m, err = db.Metrics()
+	require.NoError(t, err)
+	require.Greater(t, m.Storage.CacheHits+m.Storage.CacheMisses, int64(0), "a read from a table goes through the block cache")
+	rate := m.Storage.CacheHitRate()
+	require.True(t, rate >= 0 && rate <= 1, "hit rate %v", rate)
+	require.NotEmpty(t, db.EngineReport(), "Pebble's own text stays reachable")
+
+	require.NoError(t, db.Close())
+	_, err = db.Metrics()
+	require.ErrorIs(t, err, tipkv.ErrClosed)
+	require.Empty(t, db.EngineReport())
+}
+
+func TestCacheHitRateOfNoReads(t *testing.T) {
+	require.Zero(t, tipkv.StorageMetrics{}.CacheHitRate())
+	require.Equal(t, 0.75, tipkv.StorageMetrics{CacheHits: 3, CacheMisses: 1}.CacheHitRate())
+}
+
+// StorageMetrics copies every figure of the engine's: a field added to
+// one and not the other fails here.
+func TestStorageMetricsMirrorsTheEngine(t *testing.T) {
+	names := func(typ reflect.Type) []string {
+		var out []string
+		for i := range typ.NumField() {
+			out = append(out, typ.Field(i).Name)
+		}
+		return out
+	}
+	require.Equal(t, names(reflect.TypeFor[storage.EngineMetrics]()), names(reflect.TypeFor[tipkv.StorageMetrics]()))
+	require.Equal(t, names(reflect.TypeFor[storage.LevelMetrics]()), names(reflect.TypeFor[tipkv.LevelMetrics]()))
+
+	// Every field is copied: fill the engine's with distinct values.
+	var em storage.EngineMetrics
+	v := reflect.ValueOf(&em).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(i + 1))
+		case reflect.Uint64:
+			f.SetUint(uint64(i + 1))
+		case reflect.Slice:
+			f.Set(reflect.ValueOf([]storage.LevelMetrics{{Level: 1, Sublevels: 2, Tables: 3, Bytes: 4, Score: 5}}))
+		default:
+			t.Fatalf("field %s: kind %s not covered", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	s := tipkv.StorageMetricsOf(em)
+	sv := reflect.ValueOf(s)
+	for i := range v.NumField() {
+		require.Equal(t, fmt.Sprint(v.Field(i).Interface()), fmt.Sprint(sv.Field(i).Interface()), v.Type().Field(i).Name)
+	}
+}
+
+// Packages add their sections through the registry; Metrics sorts them.
+func TestMetricsSectionsFromPackages(t *testing.T) {
+	db := testutil.OpenMem(t)
+	reg, err := link.Services(db)
+	require.NoError(t, err)
+	type key struct{ name string }
+	var enqueued uint64
+	for _, name := range []string{"jobs", "emails"} {
+		reg.Meters().Set(key{name}, func(m any) {
+			mm := m.(*tipkv.Metrics)
+			mm.Queues = append(mm.Queues, tipkv.QueueMetrics{Name: name, Depth: 1, Enqueued: enqueued})
+		})
+	}
+	reg.Meters().Set(key{"users"}, func(m any) {
+		mm := m.(*tipkv.Metrics)
+		mm.Collections = append(mm.Collections, tipkv.CollectionMetrics{Name: "users", Writes: 3})
+		mm.Streams = append(mm.Streams, tipkv.StreamMetrics{Name: "audit", Appends: 2})
+	})
+	enqueued = 5
+	m, err := db.Metrics()
+	require.NoError(t, err)
+	require.Equal(t, []tipkv.QueueMetrics{{Name: "emails", Depth: 1, Enqueued: 5}, {Name: "jobs", Depth: 1, Enqueued: 5}}, m.Queues)
+	require.Equal(t, []tipkv.CollectionMetrics{{Name: "users", Writes: 3}}, m.Collections)
+	require.Equal(t, []tipkv.StreamMetrics{{Name: "audit", Appends: 2}}, m.Streams)
+
+	// Set under the same key replaces; Delete removes.
+	reg.Meters().Set(key{"jobs"}, func(any) {})
+	reg.Meters().Delete(key{"users"})
+	m, err = db.Metrics()
+	require.NoError(t, err)
+	require.Len(t, m.Queues, 1)
+	require.Empty(t, m.Collections)
+}
+
+// records is a slog handler that keeps what it is given.
+type records struct {
+	mu  sync.Mutex
+	all []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = append(r.all, rec)
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+// events returns the "event" attribute of each record at level.
+func (r *records) events(level slog.Level) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, rec := range r.all {
+		if rec.Level != level {
+			continue
+		}
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == "event" {
+				out = append(out, a.Value.String())
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func TestLoggerHearsTheEngine(t *testing.T) {
+	h := &records{}
+	logger := slog.New(h)
+	db, _ := testutil.OpenDir(t, &tipkv.Options{Logger: logger})
+	require.Same(t, logger, link.Logger(db), "packages log where the DB does")
+
+	require.NoError(t, put(db, "\x01a", "1"))
+	require.NoError(t, db.Flush()) // the flush event is emitted before Flush returns
+	require.Contains(t, h.events(slog.LevelDebug), "flush")
+	require.NoError(t, put(db, "\x01b", "2"))
+	require.NoError(t, db.Compact())
+	require.Contains(t, h.events(slog.LevelDebug), "compaction")
+	require.Empty(t, h.events(slog.LevelError))
+}
+
+func TestNoLoggerDiscards(t *testing.T) {
+	db := testutil.OpenMem(t)
+	l := link.Logger(db)
+	require.NotNil(t, l)
+	require.False(t, l.Enabled(context.Background(), slog.LevelError))
+	require.False(t, link.Logger("not a DB").Enabled(context.Background(), slog.LevelError))
+}
+
+// Metrics on an engine without figures (a shared engine) still carries
+// the packages' sections.
+func TestMetricsOnSharedEngine(t *testing.T) {
+	db := testutil.OpenShared(t, 1, sharedstore.Options{}, nil)[0]
+	m, err := db.Metrics()
+	require.NoError(t, err)
+	require.Equal(t, "shared", m.Engine)
+	require.Zero(t, m.Storage.DiskUsage)
+	err = db.Checkpoint(t.TempDir())
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	require.ErrorContains(t, err, "shared engine")
+	require.False(t, errors.Is(err, tipkv.ErrClosed))
+}
+
+// BenchmarkMetrics measures DB.Metrics on a store with tables in several
+// levels, with and without package sections.
+func BenchmarkMetrics(b *testing.B) {
+	for _, sections := range []int{0, 100} {
+		b.Run(fmt.Sprintf("op=metrics,sections=%d", sections), func(b *testing.B) {
+			db, _ := testutil.OpenDir(b, nil)
+			for i := range 10_000 {
+				require.NoError(b, put(db, fmt.Sprintf("\x01key-%06d", i), "value"))
+				if i%2000 == 1999 {
+					require.NoError(b, db.Flush())
+				}
+			}
+			reg, err := link.Services(db)
+			require.NoError(b, err)
+			for i := range sections {
+				name := fmt.Sprintf("queue-%03d", sections-i)
+				reg.Meters().Set(name, func(m any) {
+					mm := m.(*tipkv.Metrics)
+					mm.Queues = append(mm.Queues, tipkv.QueueMetrics{Name: name})
+				})
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				m, err := db.Metrics()
+				if err != nil || len(m.Queues) != sections || m.Storage.Tables() == 0 {
+					b.Fatalf("metrics: %v, %d queues", err, len(m.Queues))
+				}
+			}
+		})
+	}
+	b.Run("op=engine-report", func(b *testing.B) {
+		db, _ := testutil.OpenDir(b, nil)
+		require.NoError(b, put(db, "\x01a", "1"))
+		require.NoError(b, db.Flush())
+		b.ReportAllocs()
+		for b.Loop() {
+			if db.EngineReport() == "" {
+				b.Fatal("no report")
+			}
+		}
+	})
+}
