@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -15,7 +16,11 @@ import (
 // defaults.
 type Options[T any] struct {
 	// Codec encodes and decodes the documents. Every handle of one
-	// collection must use the same codec. The default is codec.Msgpack[T].
+	// collection must use the same codec. The default is codec.Msgpack[T],
+	// naming struct fields as the store was created to: by msgpack tag,
+	// else json tag, else Go name; on a store created at format 1, with
+	// IgnoreJSONTags (msgpack tag, else Go name), as values were written
+	// there (see package codec).
 	Codec codec.Value[T]
 }
 
@@ -35,6 +40,7 @@ type Collection[T any] struct {
 	name   string
 	prefix []byte // 01 | name
 	codec  codec.Value[T]
+	shared bool // the engine is shared: see shared.go
 
 	scratch sync.Pool // of *T, to decode point reads into
 	puts    sync.Pool // of *putOp[T]
@@ -55,12 +61,12 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 	if err != nil {
 		return nil, err
 	}
-	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name)}
+	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name), shared: s.Caps().Shared}
 	if opts != nil {
 		c.codec = opts.Codec
 	}
 	if c.codec == nil {
-		c.codec = codec.Msgpack[T]{}
+		c.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
 	}
 	return c, nil
 }
@@ -95,6 +101,12 @@ func (c *Collection[T]) docPrefix(dst []byte, id string) []byte {
 //
 // A value that encodes to the single byte 0xC1, the delete marker
 // (possible with codec.Raw or codec.String), is ErrInvalid.
+//
+// On a shared engine (see the package doc) the version is written on the
+// condition that the latest is still the one it follows; if another
+// process wrote first, the write runs again (on the DB alone; in an
+// Update, with the Update's function). It reads the latest version when
+// this DB has not written the document since it opened.
 func (c *Collection[T]) Put(w tipkv.Writer, id string, doc T) (int64, error) {
 	return c.put(w, id, doc, -1)
 }
@@ -106,6 +118,13 @@ func (c *Collection[T]) Put(w tipkv.Writer, id string, doc T) (int64, error) {
 // a delete marker). Otherwise it writes nothing and fails with
 // ErrConflict. Inside an Update the condition counts the Update's own
 // earlier writes.
+//
+// On a shared engine PutIf reads nothing when expected agrees with what
+// this DB knows of the document or it knows nothing: the commit checks
+// that the latest version is expected (for 0, that the document has no
+// version), and if it is not, the write runs again, reads, and fails with
+// ErrConflict. When what the DB knows disagrees, PutIf reads the store
+// first. Its ErrConflict is always the store's answer.
 func (c *Collection[T]) PutIf(w tipkv.Writer, id string, doc T, expected int64) (int64, error) {
 	if expected < 0 {
 		return 0, fmt.Errorf("%w: %s: expected version %d", tipkv.ErrInvalid, c.where(id), expected)
@@ -169,16 +188,15 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	if err != nil {
 		return err
 	}
+	if c.shared {
+		return op.writeShared(tx, d)
+	}
 	latest, err := d.latestOf(c.store, prefix)
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.where(op.id), err)
 	}
 	if op.expected >= 0 && latest != op.expected && (op.expected != 0 || !d.deleted) {
-		what := ""
-		if d.deleted {
-			what = " (a delete marker)"
-		}
-		return fmt.Errorf("%w: %s: latest version is %d%s, expected %d", tipkv.ErrConflict, c.where(op.id), latest, what, op.expected)
+		return op.conflict(d)
 	}
 	v := latest + 1
 	codec.AppendDesc(prefix, v) // in place, in the room left for it
@@ -191,6 +209,61 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	}
 	d.latest, d.deleted, op.v = v, false, v
 	return nil
+}
+
+func (op *putOp[T]) conflict(d *docState) error {
+	what := ""
+	if d.deleted {
+		what = " (a delete marker)"
+	}
+	return fmt.Errorf("%w: %s: latest version is %d%s, expected %d", tipkv.ErrConflict, op.c.where(op.id), d.latest, what, op.expected)
+}
+
+// writeShared is write on a shared engine (see shared.go): the version
+// written travels with a guard on the latest version it follows.
+func (op *putOp[T]) writeShared(tx *storage.Tx, d *docState) error {
+	c := op.c
+	prefix := op.buf[:op.n]
+	var latest int64
+	var err error
+	if op.expected < 0 {
+		latest, err = d.latestShared(c.store, prefix)
+	} else {
+		var conflict bool
+		latest, conflict, err = d.putIfLatest(c.store, prefix, op.expected)
+		if err == nil && conflict {
+			return op.conflict(d)
+		}
+	}
+	if err != nil {
+		return c.failed(tx, op.id, err)
+	}
+	if err := d.guard(tx.Batch, prefix); err != nil {
+		return err
+	}
+	v := latest + 1
+	codec.AppendDesc(prefix, v)
+	key := op.buf[:op.n+codec.NumberSize]
+	if err := tx.Batch.Set(key, op.buf[len(key):]); err != nil {
+		return err
+	}
+	if latest == 0 {
+		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
+	}
+	d.latest, d.deleted, op.v = v, false, v
+	return nil
+}
+
+// failed wraps the error of a write of id on a shared engine; a stale
+// hint (errStale) also marks the Tx's hints for dropping, so that the rerun
+// reads the store.
+func (c *Collection[T]) failed(tx *storage.Tx, id string, err error) error {
+	if errors.Is(err, errStale) {
+		if t, terr := c.w.txOf(c.db, tx); terr == nil {
+			t.committing = true
+		}
+	}
+	return fmt.Errorf("%s: %w", c.where(id), err)
 }
 
 // lock returns the Tx's view of the document under prefix, taking the
@@ -217,7 +290,9 @@ func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docStat
 // Deleting a document that is missing, purged or already deleted writes
 // nothing and is not an error. Prune drops a marker like any other
 // version, but never the latest one; Purge drops the history, marker
-// included. w is the DB or a Batch, as for Put.
+// included. w is the DB or a Batch, as for Put. On a shared engine the
+// marker, or the decision to write none, is checked at commit as Put's
+// version is.
 func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 	if err := checkID(c.name, id); err != nil {
 		return err
@@ -228,7 +303,14 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		if err != nil {
 			return err
 		}
-		latest, err := d.latestOf(c.store, prefix)
+		var latest int64
+		if c.shared {
+			if latest, err = d.latestShared(c.store, prefix); err == nil {
+				err = d.guard(tx.Batch, prefix) // a Delete that writes nothing is guarded too
+			}
+		} else {
+			latest, err = d.latestOf(c.store, prefix)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
@@ -258,6 +340,11 @@ func (c *Collection[T]) Purge(w tipkv.Writer, id string) (int64, error) {
 // newest ones, delete markers counted as versions (keepNewest >= 1: the
 // latest version, marker or not, is never dropped). It returns how many
 // versions it dropped; a missing document drops none.
+//
+// On a shared engine Prune, PruneBefore and Purge drop on the condition
+// that the document's latest and oldest versions are those they counted
+// from (the count they return is exact), with one range delete; if another
+// process wrote first, they run again.
 func (c *Collection[T]) Prune(w tipkv.Writer, id string, keepNewest int) (int64, error) {
 	if keepNewest < 1 {
 		return 0, fmt.Errorf("%w: %s: Prune must keep at least 1 version, not %d (Purge drops them all)", tipkv.ErrInvalid, c.where(id), keepNewest)
@@ -288,7 +375,14 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if err != nil {
 			return err
 		}
-		latest, err := d.latestOf(c.store, prefix)
+		var latest int64
+		if c.shared {
+			if latest, err = d.latestShared(c.store, prefix); err == nil {
+				err = d.guard(tx.Batch, prefix)
+			}
+		} else {
+			latest, err = d.latestOf(c.store, prefix)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
@@ -296,7 +390,7 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if latest == 0 || to < 1 {
 			return nil
 		}
-		dropped, err = dropVersions(tx, c.store, d, prefix, to)
+		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}

@@ -15,7 +15,14 @@
 // read as times; Newest and Between read them newest first; Trim and
 // TrimBefore drop old ones.
 //
-// [Collections] and [Streams] list the names in a store.
+// [Collections] and [Streams] list the names in a store. Collection.In and
+// Feed.In read in a snapshot (tipkv.DB.View): several reads that agree
+// while writes commit.
+//
+// The same code runs on an exclusive engine (Pebble, the default: one
+// process) and on shared ones (etcd, PostgreSQL: several processes write
+// the same keys). What differs, and what each call costs where, is under
+// Exclusive and shared engines.
 //
 // # Keys
 //
@@ -73,6 +80,11 @@
 // start the next one from (the Cursor method of the last item, or the
 // next cursor of HistoryPage).
 //
+// Each read tells an engine that reads in pages how many keys it wants (1
+// for a point read and for each seek of a skip-scan, the limit plus one
+// for a limited scan), so that on etcd or SQL it is one request. Reads in
+// a snapshot (CollectionView, FeedView) cost the same as on the DB.
+//
 // # Writes and concurrency
 //
 // Every write takes a [tipkv.Writer]: the DB, to commit alone, or the
@@ -110,13 +122,65 @@
 // (read back from the store at the first Append after opening). A trim
 // inside an Update counts and drops the Update's own Appends.
 //
-// Prune, PruneBefore, Purge and the trims delete short runs of versions or
-// events with point deletes and runs of 32 or more with one range delete
-// that starts where the last one ended, so range deletes never overlap and
-// never pile up in the memtable, where each would slow every new read. A
-// read that walks to the oldest version (a whole History, Count) still
-// steps over the tombstones of a document's recent drops until compaction
-// removes them.
+// On Pebble, Prune, PruneBefore, Purge and the trims delete short runs of
+// versions or events with point deletes and runs of 32 or more with one
+// range delete that starts where the last one ended, so range deletes
+// never overlap and never pile up in the memtable, where each would slow
+// every new read. A read that walks to the oldest version (a whole
+// History, Count) still steps over the tombstones of a document's recent
+// drops until compaction removes them.
+//
+// # Exclusive and shared engines
+//
+// On an exclusive engine (Pebble: one process holds the store), memory is
+// the truth: the cache above, the stream positions, the trims' low bounds.
+// A write sends no condition and reads only what it has never seen, and
+// the function of a DB.Update runs once.
+//
+// On a shared engine (tipkv's storage Caps.Shared: etcd, PostgreSQL),
+// other processes write the same documents and streams, so memory is a
+// hint and the store the truth. The guarantees above hold across
+// processes: versions dense and never reused, PutIf exact, a position
+// written once. How:
+//
+//   - Every decision a write takes on a document's state travels with the
+//     batch as conditions checked at commit: its latest version (the key
+//     of the latest present, of the next absent; for a document with no
+//     version, its range empty) and, for Prune, PruneBefore and Purge, its
+//     oldest. A write that finds nothing to do (Delete of a deleted
+//     document, a Prune with nothing to drop) sends them too, so that all
+//     of an Update's writes hold at its commit. An Append requires its
+//     position absent.
+//   - If another process wrote first, the commit fails, the DB drops what
+//     it knew of the Tx's documents and streams, and the write runs again
+//     on what the store holds: DB.Update runs its function again, at most
+//     tipkv.Options.MaxRetries more times, then fails with an error that
+//     matches ErrConflict. Keep an Update's function free of other side
+//     effects. A commit whose outcome is unknown (ErrUnknownOutcome) is
+//     never run again; the next write of those documents reads the store.
+//   - Inside an Update, a write may fail with an error that matches both
+//     ErrConflict and ErrConditionFailed: the Update was built on a state
+//     another process has changed since. Return it, and the Update runs
+//     again.
+//   - Reads cost what they cost on Pebble. A write costs a read where it
+//     has nothing to go on: a Put, Delete or Prune of a document this DB
+//     has not written since it opened (reads do not count), or since a
+//     commit that held it failed, reads the document's latest version, a
+//     Prune its oldest too. A
+//     PutIf reads nothing when its expected version agrees with what the
+//     DB knows, or the DB knows nothing (the condition checks it), and
+//     reads the store when they disagree, so that its ErrConflict is
+//     always the store's answer. The first Append to a stream reads the
+//     stream's newest position, and so does the first after a failed
+//     commit. A trim reads whether anything is left to drop.
+//   - Drops are one range delete: one operation for a remote engine, and
+//     what it covers is decided at commit: a trim that drops anything also
+//     drops what other processes appended below its cut meanwhile. Trim
+//     keeps at least keepNewest events, more when other processes append
+//     while it runs.
+//   - The per-document holds above are this process's only: they spare its
+//     own writes from failing each other's conditions. Positions are
+//     unique across processes, and increase per process, not across them.
 //
 // # Times
 //

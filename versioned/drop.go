@@ -38,7 +38,7 @@ var rangeDeleteMin = 32
 
 // latestOf fills d's latest version (and whether it is a delete marker)
 // from the store when the Tx does not know it yet.
-func (d *docState) latestOf(s storage.Store, prefix []byte) (int64, error) {
+func (d *docState) latestOf(s storage.Reader, prefix []byte) (int64, error) {
 	if !d.latestKnown {
 		v, deleted, err := newestVersion(s, prefix)
 		if err != nil {
@@ -51,7 +51,7 @@ func (d *docState) latestOf(s storage.Store, prefix []byte) (int64, error) {
 
 // oldestOf fills d's oldest version from the store when the Tx does not
 // know it yet.
-func (d *docState) oldestOf(s storage.Store, prefix []byte) (int64, error) {
+func (d *docState) oldestOf(s storage.Reader, prefix []byte) (int64, error) {
 	if !d.oldestKnown {
 		n, err := oldestNumber(s, prefix)
 		if err != nil {
@@ -65,8 +65,8 @@ func (d *docState) oldestOf(s storage.Store, prefix []byte) (int64, error) {
 // newestVersion returns the latest version under a document's prefix, 0
 // if there is none, and whether it is a delete marker: one prefix seek,
 // answered by the bloom filters when the document has no versions.
-func newestVersion(s storage.Store, prefix []byte) (v int64, deleted bool, err error) {
-	it, err := newIter(s, prefix, numberKey(prefix, 0))
+func newestVersion(s storage.Reader, prefix []byte) (v int64, deleted bool, err error) {
+	it, err := newIter(s, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
 		return 0, false, err
 	}
@@ -92,11 +92,18 @@ func newestVersion(s storage.Store, prefix []byte) (v int64, deleted bool, err e
 // prefix and returns how many there were. Versions are dense, so their
 // keys are known without reading them: fewer than rangeDeleteMin get point
 // deletes, rangeDeleteMin or more one range delete. Either starts at the
-// oldest remaining version, so no two tombstones ever cover one key.
-func dropVersions(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, cut int64) (int64, error) {
+// oldest remaining version, so no two tombstones ever cover one key. On a
+// shared engine (see shared.go) the oldest version is guarded and the drop
+// is always one range delete.
+func dropVersions(tx *storage.Tx, s storage.Reader, d *docState, prefix []byte, cut int64, shared bool) (int64, error) {
 	oldest, err := d.oldestOf(s, prefix)
 	if err != nil {
 		return 0, err
+	}
+	if shared {
+		if err := d.guardOldest(tx.Batch, prefix); err != nil {
+			return 0, err
+		}
 	}
 	if oldest == 0 || cut < oldest {
 		return 0, nil
@@ -108,7 +115,7 @@ func dropVersions(tx *storage.Tx, s storage.Store, d *docState, prefix []byte, c
 		return 0, fmt.Errorf("%w: internal error: dropping versions through %d past the latest %d", tipkv.ErrInvalid, cut, d.latest)
 	}
 	n := cut - oldest + 1
-	if n < int64(rangeDeleteMin) {
+	if n < int64(rangeDeleteMin) && !shared {
 		key := numberKey(prefix, 0)
 		for v := oldest; v <= cut; v++ {
 			codec.AppendDesc(key[:len(prefix)], v)

@@ -17,7 +17,8 @@ import (
 // defaults.
 type FeedOptions[T any] struct {
 	// Codec encodes and decodes the events. Every handle on one stream
-	// must use the same codec. The default is codec.Msgpack[T].
+	// must use the same codec. The default is codec.Msgpack[T], naming
+	// struct fields as the store was created to (see Options.Codec).
 	Codec codec.Value[T]
 
 	// Clock gives the time Append stamps on an event. The default is the
@@ -36,12 +37,13 @@ type FeedOptions[T any] struct {
 // handles may serve the same streams of one DB: the last position of each
 // stream lives in the DB.
 type Feed[T any] struct {
-	db    *tipkv.DB
-	store storage.Store
-	w     *writer
-	pos   *positions
-	codec codec.Value[T]
-	clock func() time.Time
+	db     *tipkv.DB
+	store  storage.Store
+	w      *writer
+	pos    *positions
+	codec  codec.Value[T]
+	clock  func() time.Time
+	shared bool // the engine is shared: see shared.go
 }
 
 // NewFeed returns a Feed on db.
@@ -58,12 +60,12 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Feed[T]{db: db, store: s, w: w, pos: pos}
+	f := &Feed[T]{db: db, store: s, w: w, pos: pos, shared: s.Caps().Shared}
 	if opts != nil {
 		f.codec, f.clock = opts.Codec, opts.Clock
 	}
 	if f.codec == nil {
-		f.codec = codec.Msgpack[T]{}
+		f.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
 	}
 	if f.clock == nil {
 		if f.clock, err = link.Clock(db); err != nil {
@@ -102,7 +104,7 @@ func (e Event[T]) Cursor() tipkv.Cursor {
 // page by page, pass the Cursor of the last Event of a page as q.After for
 // the next.
 func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error] {
-	return f.read(stream, q, 0, math.MaxInt64)
+	return f.read(f.store, stream, q, 0, math.MaxInt64)
 }
 
 // Between yields the events of stream whose time is in [from, to), newest
@@ -110,16 +112,20 @@ func (f *Feed[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error
 // ErrInvalid. Unlike the writes, it takes any times (time.Time{} for an
 // open start, say): the answer over any interval is exact.
 func (f *Feed[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
+	return f.between(f.store, stream, from, to, q)
+}
+
+func (f *Feed[T]) between(r storage.Reader, stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
 	if from.After(to) {
 		return func(yield func(Event[T], error) bool) {
 			yield(Event[T]{}, fmt.Errorf("%w: stream %q: from %v is after to %v", tipkv.ErrInvalid, stream, from, to))
 		}
 	}
-	return f.read(stream, q, max(unixNanos(from), 1), unixNanos(to)-1)
+	return f.read(r, stream, q, max(unixNanos(from), 1), unixNanos(to)-1)
 }
 
 // read is Newest within [lo, hi] as well as q's bounds.
-func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
+func (f *Feed[T]) read(r storage.Reader, stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
 	return func(yield func(Event[T], error) bool) {
 		prefix, sp, ok, err := f.span(stream, q, lo, hi)
 		if err != nil {
@@ -129,16 +135,16 @@ func (f *Feed[T]) read(stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Eve
 		if !ok {
 			return
 		}
-		stopped, err := f.newest(stream, prefix, sp, q.Limit, yield)
+		stopped, err := f.newest(r, stream, prefix, sp, q.Limit, yield)
 		if err != nil && !stopped {
 			yield(Event[T]{}, fmt.Errorf("stream %q: %w", stream, err))
 		}
 	}
 }
 
-func (f *Feed[T]) newest(stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
+func (f *Feed[T]) newest(r storage.Reader, stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
 	var sc newestScan
-	if err := sc.open(f.store, prefix, sp, limit); err != nil {
+	if err := sc.open(r, prefix, sp, limit); err != nil {
 		return false, err
 	}
 	defer func() {
@@ -196,6 +202,10 @@ func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byt
 // count, and are dropped like the others; events of other Updates not yet
 // committed are not counted. Trims of one stream wait for each other (see
 // Collection.Put), Appends never wait for a trim.
+//
+// On a shared engine the events at or below the cut go with one range
+// delete at commit; events other processes append while Trim runs are
+// kept, so it may keep more than keepNewest, never fewer.
 func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -209,6 +219,9 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 // TrimBefore drops the events of stream older than t: positions in
 // [0, t), the Update's own Appends included when w is a Batch. t must be
 // in [MinTime, MaxTime]; any other time is ErrInvalid and drops nothing.
+// On a shared engine, when the stream holds events before t, they go with
+// one range delete at commit, which also takes those other processes
+// append before t meanwhile.
 func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -230,7 +243,11 @@ func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64,
 		}
 		c, err := cut(tr)
 		if err == nil {
-			err = tr.drop(c)
+			if f.shared {
+				err = tr.dropShared(c)
+			} else {
+				err = tr.drop(c)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
@@ -259,12 +276,20 @@ func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
 		return nil, err
 	}
 	st := f.pos.stream(prefix)
-	if e.stream == nil {
+	switch {
+	case f.shared:
+		// Another process's events may lie anywhere: no low bound is
+		// kept (the scans start from position 1), and the stream's
+		// in-memory trim state is not used.
+		if e.tx.low == 0 {
+			e.tx = docState{low: 1}
+		}
+	case e.stream == nil:
 		e.stream = st
 		e.tx = docState{}
 		e.tx.low, e.tx.trimmed = st.trimBegin()
 	}
-	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx)}, nil
+	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx, f.shared)}, nil
 }
 
 // bottom returns the lowest position the stream may still hold in the
@@ -368,6 +393,48 @@ func (tr *trimmer) drop(cut int64) (err error) {
 	tr.own.drop(tr.st, cut)
 	tr.d.cut = max(tr.d.cut, cut)
 	tr.d.low = max(tr.d.low, tr.d.cut+1)
+	return nil
+}
+
+// dropShared is drop on a shared engine: the events at or below cut go
+// with one range delete, [1, cut] (above what the Tx's earlier trims
+// covered), when the store holds any there; the Tx's own Appends at or
+// below cut that no range of this trim covers go with point deletes. It
+// needs no condition: a range delete drops at commit whatever the range
+// then holds, events another process appended meanwhile included, and a
+// Trim's cut stays below the events it keeps, which only newer events can
+// outnumber.
+func (tr *trimmer) dropShared(cut int64) error {
+	if cut < 1 {
+		return nil
+	}
+	covered := tr.d.trimmed // the Tx's ranges dropped [1, covered]
+	ranged := false
+	if cut > covered {
+		found, err := tr.stored(span{top: cut, bottom: covered + 1}, 1)
+		if err != nil {
+			return err
+		}
+		if len(found) > 0 {
+			if err := deleteRange(tr.tx, numberKey(tr.prefix, cut), numberKey(tr.prefix, covered)); err != nil {
+				return err
+			}
+			ranged, tr.d.trimmed = true, cut
+		}
+	}
+	var own []int64
+	for _, p := range tr.own.own(tr.st) {
+		// The Tx's Appends not dropped yet were all written before this
+		// range, which covers those in (covered, cut].
+		if p <= cut && (!ranged || p <= covered) {
+			own = append(own, p)
+		}
+	}
+	if err := tr.deletePoints(own); err != nil {
+		return err
+	}
+	tr.own.drop(tr.st, cut)
+	tr.d.cut = max(tr.d.cut, cut)
 	return nil
 }
 

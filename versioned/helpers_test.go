@@ -2,13 +2,16 @@ package versioned_test
 
 import (
 	"iter"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -29,6 +32,46 @@ func openUsers(t testing.TB) (*tipkv.DB, *versioned.Collection[user]) {
 	t.Helper()
 	db := testutil.OpenMem(t)
 	return db, newUsers(t, db)
+}
+
+// openShared opens a DB that declares a shared engine (one handle of
+// sharedstore): the shared-mode code paths, on Pebble.
+func openShared(t testing.TB) *tipkv.DB {
+	t.Helper()
+	return testutil.OpenShared(t, 1, sharedstore.Options{}, nil)[0]
+}
+
+type click struct {
+	Page string `msgpack:"page"`
+}
+
+// fakeClock is a settable clock for Append.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func openFeed(t testing.TB) (*tipkv.DB, *versioned.Feed[click], *fakeClock) {
+	t.Helper()
+	db := testutil.OpenMem(t)
+	clock := &fakeClock{now: t0}
+	f, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Clock: clock.Now})
+	require.NoError(t, err)
+	return db, f, clock
 }
 
 // collect drains a read, failing the test on an error.
@@ -62,14 +105,6 @@ func versionsOf(docs []versioned.Doc[user]) []int64 {
 	return out
 }
 
-func idsOf[T any](docs []versioned.Doc[T]) []string {
-	var out []string
-	for _, d := range docs {
-		out = append(out, d.ID)
-	}
-	return out
-}
-
 func seq(from, to int64) []int64 {
 	var out []int64
 	if from <= to {
@@ -91,12 +126,6 @@ func putN(t testing.TB, c *versioned.Collection[user], w tipkv.Writer, id string
 		_, err := c.Put(w, id, user{Name: id, Age: i})
 		require.NoError(t, err)
 	}
-}
-
-// rawSet writes a key through the storage seam, for corrupting a store.
-func rawSet(t testing.TB, db *tipkv.DB, key, value []byte) {
-	t.Helper()
-	require.NoError(t, link.Write(db, func(tx *storage.Tx) error { return tx.Batch.Set(key, value) }))
 }
 
 // filterStats reads the bloom filter counters of db's store.

@@ -47,7 +47,7 @@ func scanNames(db *tipkv.DB, f codec.Family, yield func(string) bool) (err error
 		return err
 	}
 	lo := codec.AppendFamily(nil, f)
-	it, err := newIter(s, lo, codec.PrefixEnd(lo))
+	it, err := newIter(s, lo, codec.PrefixEnd(lo), 1)
 	if err != nil {
 		return err
 	}

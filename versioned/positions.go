@@ -80,7 +80,7 @@ const maxTies = 1024
 // bumped past the last position; otherwise at, or the first nanosecond
 // after it that no stored or in-flight event holds. A clock reading out of
 // [MinTime, MaxTime] is ErrInvalid.
-func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func() time.Time) (int64, error) {
+func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func() time.Time) (int64, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
@@ -88,7 +88,9 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 		if err != nil {
 			return 0, err
 		}
-		st.last, st.loaded = last, true
+		// max: after an unload (a shared engine's failed commit), this
+		// process's own Appends in flight may lie above what is stored.
+		st.last, st.loaded = max(st.last, last), true
 	}
 	p := at
 	if at == 0 {
@@ -140,6 +142,17 @@ func (st *stream) reserve(s storage.Store, prefix []byte, at int64, clock func()
 	return p, nil
 }
 
+// unload marks the stream's last position and ties, hints on a shared
+// engine, as proved stale by a failed commit: the next reserve reads the
+// store's newest position (keeping the greater of the two) and forgets
+// the ties.
+func (st *stream) unload() {
+	st.mu.Lock()
+	st.loaded = false
+	clear(st.ties)
+	st.mu.Unlock()
+}
+
 // trimBegin starts watching the reservations for a trim and returns the
 // stream's low bound (0: unknown) and how far the trims before dropped.
 func (st *stream) trimBegin() (low, trimmed int64) {
@@ -183,6 +196,9 @@ func (st *stream) release(p int64) {
 // positions are then free again, unless the clock has moved past them).
 type feedTx struct {
 	res []reservation
+	// committing: on a shared engine, the Tx went to commit; if it then
+	// aborts, its streams' hints are dropped.
+	committing bool
 }
 
 type reservation struct {
@@ -196,6 +212,17 @@ type feedTxKey struct{}
 func (t *feedTx) release() {
 	for _, r := range t.res {
 		r.st.release(r.p)
+	}
+}
+
+// aborted releases the Tx's positions and, on a shared engine after a
+// failed commit, unloads their streams: another process may hold them.
+func (t *feedTx) aborted() {
+	t.release()
+	if t.committing {
+		for _, r := range t.res {
+			r.st.unload()
+		}
 	}
 }
 
@@ -251,6 +278,12 @@ func unixNanos(t time.Time) int64 {
 // position may stay unused) and across restarts (the last position is read
 // back from the store). Events of concurrent Updates can commit in another
 // order than their positions: a feed is ordered by time, not by commit.
+//
+// On a shared engine positions are unique across processes too: the event
+// is written on the condition that its position is free, and if another
+// process took it first (the same clock instant), the Append runs again
+// after reading the stream's newest position. Positions increase per
+// process, not across processes, whose clocks differ.
 func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) {
 	return f.append(w, stream, 0, event)
 }
@@ -290,13 +323,21 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
-		ft := feedTxOf(tx)
+		ft := feedTxOf(tx, f.shared)
 		var err error
 		if p, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
 		ft.res = append(ft.res, reservation{st: st, p: p})
-		return tx.Batch.Set(numberKey(prefix, p), val)
+		key := numberKey(prefix, p)
+		if f.shared {
+			// Another process may take the same position (the same clock
+			// instant): only one commit may write it.
+			if err := tx.Batch.Require(storage.Absent(key)); err != nil {
+				return err
+			}
+		}
+		return tx.Batch.Set(key, val)
 	})
 	if err != nil {
 		return 0, err
@@ -305,11 +346,16 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 }
 
 // feedTxOf returns the Tx's reservations, creating them at the first call.
-func feedTxOf(tx *storage.Tx) *feedTx {
+func feedTxOf(tx *storage.Tx, shared bool) *feedTx {
 	return tx.State(feedTxKey{}, func() any {
 		t := &feedTx{}
 		tx.OnApplied(t.release)
-		tx.OnAbort(t.release)
+		if shared {
+			tx.OnPrepare(func() error { t.committing = true; return nil })
+			tx.OnAbort(t.aborted)
+		} else {
+			tx.OnAbort(t.release)
+		}
 		return t
 	}).(*feedTx)
 }

@@ -85,7 +85,7 @@ func (c *Collection[T]) docOne(id string, v int64, raw []byte) (Doc[T], error) {
 // It is one prefix seek; for a document that never existed the bloom
 // filters usually answer it without reading a data block.
 func (c *Collection[T]) Latest(id string) (Doc[T], error) {
-	return c.seek(id, 0)
+	return c.seek(c.store, id, 0)
 }
 
 // AsOf returns the version of the document id that was latest when version
@@ -93,14 +93,18 @@ func (c *Collection[T]) Latest(id string) (Doc[T], error) {
 // none (the document is younger, or those versions were pruned) or it is a
 // delete marker (the document was deleted then). One seek.
 func (c *Collection[T]) AsOf(id string, v int64) (Doc[T], error) {
+	return c.asOf(c.store, id, v)
+}
+
+func (c *Collection[T]) asOf(r storage.Reader, id string, v int64) (Doc[T], error) {
 	if v < 1 {
 		return Doc[T]{}, fmt.Errorf("%w: %s: AsOf version %d", tipkv.ErrInvalid, c.where(id), v)
 	}
-	return c.seek(id, v)
+	return c.seek(r, id, v)
 }
 
 // seek returns the greatest version <= v (0: the latest) of id.
-func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
+func (c *Collection[T]) seek(r storage.Reader, id string, v int64) (d Doc[T], err error) {
 	if err := checkID(c.name, id); err != nil {
 		return Doc[T]{}, err
 	}
@@ -115,7 +119,7 @@ func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
 	b = codec.AppendDesc(append(b, b[:n]...), 0)
 	*buf = b
 	lo, hi := b[:m:m], b[m:]
-	it, err := newIter(c.store, lo, hi)
+	it, err := newIter(r, lo, hi, 1)
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
 	}
@@ -151,13 +155,17 @@ func (c *Collection[T]) seek(id string, v int64) (d Doc[T], err error) {
 // Get returns version v of the document id, or ErrNotFound when there is
 // no such version or it is a delete marker.
 func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
+	return c.get(c.store, id, v)
+}
+
+func (c *Collection[T]) get(r storage.Reader, id string, v int64) (Doc[T], error) {
 	if err := checkID(c.name, id); err != nil {
 		return Doc[T]{}, err
 	}
 	if v < 1 {
 		return Doc[T]{}, fmt.Errorf("%w: %s: version %d", tipkv.ErrInvalid, c.where(id), v)
 	}
-	raw, err := c.store.Get(codec.AppendDesc(c.docPrefix(nil, id), v))
+	raw, err := r.Get(codec.AppendDesc(c.docPrefix(nil, id), v))
 	if errors.Is(err, storage.ErrNotFound) {
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingVersion}
 	}
@@ -181,21 +189,25 @@ func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 // To read page by page, pass the Cursor of the last Doc of a page as
 // q.After for the next. Versions written meanwhile do not shift a page.
 func (c *Collection[T]) History(id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return c.historyOf(c.store, id, q)
+}
+
+func (c *Collection[T]) historyOf(r storage.Reader, id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return func(yield func(Doc[T], error) bool) {
-		stopped, err := c.history(id, q, yield)
+		stopped, err := c.history(r, id, q, yield)
 		if err != nil && !stopped {
 			yield(Doc[T]{}, fmt.Errorf("history of %s: %w", c.where(id), err))
 		}
 	}
 }
 
-func (c *Collection[T]) history(id string, q tipkv.Query, yield func(Doc[T], error) bool) (stopped bool, err error) {
+func (c *Collection[T]) history(r storage.Reader, id string, q tipkv.Query, yield func(Doc[T], error) bool) (stopped bool, err error) {
 	prefix, sp, ok, err := c.historySpan(id, q)
 	if err != nil || !ok {
 		return false, err
 	}
 	var sc newestScan
-	if err := sc.open(c.store, prefix, sp, q.Limit); err != nil {
+	if err := sc.open(r, prefix, sp, q.Limit); err != nil {
 		return false, err
 	}
 	defer func() {
@@ -249,9 +261,13 @@ func (c *Collection[T]) historySpan(id string, q tipkv.Query) (prefix []byte, sp
 // has. q.From and q.To must be zero. An error is yielded once, as the last
 // pair.
 func (c *Collection[T]) LatestAll(q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return c.latestAllOf(c.store, q)
+}
+
+func (c *Collection[T]) latestAllOf(r storage.Reader, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return func(yield func(Doc[T], error) bool) {
 		stopped := false
-		err := c.latestAll(q, func(d Doc[T]) bool {
+		err := c.latestAll(r, q, func(d Doc[T]) bool {
 			stopped = !yield(d, nil)
 			return !stopped
 		})
@@ -261,7 +277,7 @@ func (c *Collection[T]) LatestAll(q tipkv.Query) iter.Seq2[Doc[T], error] {
 	}
 }
 
-func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err error) {
+func (c *Collection[T]) latestAll(r storage.Reader, q tipkv.Query, yield func(Doc[T]) bool) (err error) {
 	if err := q.Validate(); err != nil {
 		return err
 	}
@@ -282,7 +298,7 @@ func (c *Collection[T]) latestAll(q tipkv.Query, yield func(Doc[T]) bool) (err e
 			return nil
 		}
 	}
-	it, err := newIter(c.store, lo, hi)
+	it, err := newIter(r, lo, hi, 1)
 	if err != nil {
 		return err
 	}
@@ -359,12 +375,16 @@ func (e *notFoundError) Unwrap() error { return tipkv.ErrNotFound }
 // markers included: versions are dense from the oldest kept one to the
 // latest, so that is latest-oldest+1, from two seeks of one iterator (one
 // view of the store). A missing or purged document has 0.
-func (c *Collection[T]) Count(id string) (n int64, err error) {
+func (c *Collection[T]) Count(id string) (int64, error) {
+	return c.count(c.store, id)
+}
+
+func (c *Collection[T]) count(r storage.Reader, id string) (n int64, err error) {
 	if err := checkID(c.name, id); err != nil {
 		return 0, err
 	}
 	prefix := c.docPrefix(nil, id)
-	it, err := newIter(c.store, prefix, numberKey(prefix, 0))
+	it, err := newIter(r, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
 	}
@@ -403,7 +423,11 @@ func (c *Collection[T]) Count(id string) (n int64, err error) {
 //
 // A slice, not a map: it keeps the caller's order and duplicates, costs
 // no hashing, and a miss is as plain as docs[i].Version == 0.
-func (c *Collection[T]) LatestMany(ids ...string) (docs []Doc[T], err error) {
+func (c *Collection[T]) LatestMany(ids ...string) ([]Doc[T], error) {
+	return c.latestMany(c.store, ids)
+}
+
+func (c *Collection[T]) latestMany(r storage.Reader, ids []string) (docs []Doc[T], err error) {
 	for _, id := range ids {
 		if err := checkID(c.name, id); err != nil {
 			return nil, err
@@ -419,7 +443,7 @@ func (c *Collection[T]) LatestMany(ids ...string) (docs []Doc[T], err error) {
 		prefixes[i], order[i] = c.docPrefix(nil, id), i
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(prefixes[a], prefixes[b]) })
-	it, err := newIter(c.store, c.prefix, codec.PrefixEnd(c.prefix))
+	it, err := newIter(r, c.prefix, codec.PrefixEnd(c.prefix), 1)
 	if err != nil {
 		return nil, fmt.Errorf("collection %q: %w", c.name, err)
 	}
@@ -466,11 +490,15 @@ func (c *Collection[T]) LatestMany(ids ...string) (docs []Doc[T], err error) {
 // Pass next as q.After to read the next page; versions written meanwhile
 // do not shift it.
 func (c *Collection[T]) HistoryPage(id string, q tipkv.Query) (docs []Doc[T], next tipkv.Cursor, err error) {
+	return c.historyPage(c.store, id, q)
+}
+
+func (c *Collection[T]) historyPage(r storage.Reader, id string, q tipkv.Query) (docs []Doc[T], next tipkv.Cursor, err error) {
 	limit := q.Limit
 	if limit > 0 && limit < math.MaxInt {
 		q.Limit = limit + 1
 	}
-	for d, err := range c.History(id, q) {
+	for d, err := range c.historyOf(r, id, q) {
 		if err != nil {
 			return nil, "", err
 		}

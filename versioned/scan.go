@@ -31,8 +31,14 @@ func deletePoint(tx *storage.Tx, key []byte) error {
 	return tx.Batch.Delete(key)
 }
 
-func newIter(s storage.Store, lo, hi []byte) (storage.Iter, error) {
-	it, err := s.NewIter(lo, hi)
+// newIter opens an iterator over [lo, hi) on r, telling an engine that
+// reads in pages that n keys are expected (n <= 0: unknown), so that a
+// remote engine answers the read in one request: 1 for a point read or a
+// skip-scan (each seek wants one key), one more than the limit for a
+// limited scan (the engine then sees the range end, or not, in that one
+// page).
+func newIter(r storage.Reader, lo, hi []byte, n int) (storage.Iter, error) {
+	it, err := storage.NewIterN(r, lo, hi, n)
 	if err != nil {
 		return nil, err
 	}
@@ -55,9 +61,9 @@ func numberKey(prefix []byte, n int64) []byte {
 // newestNumber returns the newest version or position under prefix, 0 if
 // there is none: one prefix seek, answered by the bloom filters when the
 // prefix has no keys.
-func newestNumber(s storage.Store, prefix []byte) (int64, error) {
+func newestNumber(r storage.Reader, prefix []byte) (int64, error) {
 	hi := numberKey(prefix, 0)
-	it, err := newIter(s, prefix, hi)
+	it, err := newIter(r, prefix, hi, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -71,9 +77,9 @@ func newestNumber(s storage.Store, prefix []byte) (int64, error) {
 // oldestNumber returns the oldest version or position under prefix, 0 if
 // there is none. With Count's, it is one of the two reverse seeks of this
 // package: it finds where a drop must start, never what a read yields.
-func oldestNumber(s storage.Store, prefix []byte) (int64, error) {
+func oldestNumber(r storage.Reader, prefix []byte) (int64, error) {
 	hi := numberKey(prefix, 0)
-	it, err := newIter(s, prefix, hi)
+	it, err := newIter(r, prefix, hi, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -130,7 +136,7 @@ type newestScan struct {
 	err   error
 }
 
-func (sc *newestScan) open(s storage.Store, prefix []byte, sp span, limit int) error {
+func (sc *newestScan) open(r storage.Reader, prefix []byte, sp span, limit int) error {
 	sc.buf = keyBufs.Get().(*[]byte)
 	b := append((*sc.buf)[:0], prefix...)
 	b = codec.AppendDesc(b, sp.top)
@@ -139,7 +145,11 @@ func (sc *newestScan) open(s storage.Store, prefix []byte, sp span, limit int) e
 	*sc.buf = b
 	n := len(prefix) + codec.NumberSize
 	sc.lo, sc.plen, sc.limit = b[:n:n], len(prefix), limit
-	it, err := newIter(s, sc.lo, b[n:])
+	hint := 0
+	if limit > 0 && limit < math.MaxInt {
+		hint = limit + 1
+	}
+	it, err := newIter(r, sc.lo, b[n:], hint)
 	if err != nil {
 		keyBufs.Put(sc.buf)
 		return err

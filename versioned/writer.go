@@ -43,6 +43,9 @@ import (
 type writer struct {
 	closing chan struct{} // closed when the DB closes
 	onClose sync.Once
+	// shared: the engine is shared (see shared.go); what the writer
+	// knows is then a hint, dropped when a commit that held it fails.
+	shared bool
 
 	mu     sync.Mutex
 	cache  versionCache // guarded by mu
@@ -56,8 +59,12 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := link.Store(db)
+	if err != nil {
+		return nil, err
+	}
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{})}
+		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() { reg.OnClose(w.close) })
@@ -90,8 +97,13 @@ type docState struct {
 
 	// For a stream: no event of the stream is below low (0: unknown);
 	// the trims applied before the Tx dropped every position <= trimmed
-	// (since the DB was opened), and the Tx's trims every one <= cut.
+	// (since the DB was opened), and the Tx's trims every one <= cut. On
+	// a shared engine low is 1 once a trim holds the stream, and trimmed
+	// is how far the Tx's range deletes reach.
 	low, trimmed, cut int64
+
+	// sh is what a Tx knows on a shared engine (see shared.go).
+	sh sharedView
 }
 
 // docEntry is the writer's record of one document or stream: its lock and
@@ -162,7 +174,14 @@ type txWrites struct {
 
 	waitingFor *docEntry // guarded by writer.mu
 
+	// On a shared engine: the Tx went to commit (its OnPrepare hooks
+	// ran), or a write found its hints stale. If it then aborts, the
+	// commit failed (or would have), and the hints of its documents are
+	// dropped.
+	committing bool
+
 	onApplied, onAborted func()
+	onPrepare            func() error
 }
 
 type txWritesKey struct{}
@@ -188,10 +207,14 @@ func (w *writer) txOf(db *tipkv.DB, tx *storage.Tx) (*txWrites, error) {
 		if !ok {
 			t = &txWrites{}
 			t.onApplied, t.onAborted = t.applied, t.aborted
+			t.onPrepare = func() error { t.committing = true; return nil }
 		}
 		t.w, t.tx = w, tx
 		tx.OnApplied(t.onApplied)
 		tx.OnAbort(t.onAborted)
+		if w.shared {
+			tx.OnPrepare(t.onPrepare)
+		}
 		return t
 	}).(*txWrites), nil
 }
@@ -324,16 +347,27 @@ func (t *txWrites) applied() {
 		if e.stream != nil {
 			e.stream.trimApplied(e.tx.low, e.tx.cut)
 		}
+		if t.w.shared {
+			// The Tx's own knowledge ends with it (a stream's trim state
+			// is the Tx's only, see Feed.trimmer).
+			e.tx.sh, e.tx.low, e.tx.trimmed, e.tx.cut = sharedView{}, 0, 0, 0
+		}
 		e.state = e.tx
 	}
 	t.release()
 }
 
-// aborted releases the Tx's documents: their versions are given back.
+// aborted releases the Tx's documents: their versions are given back. On a
+// shared engine, if the commit failed (a guard, or an unknown outcome that
+// may have applied it), what is known of them is dropped instead.
 func (t *txWrites) aborted() {
+	drop := t.w.shared && t.committing
 	for _, e := range t.held {
 		if e.stream != nil {
 			e.stream.trimAborted()
+		}
+		if drop {
+			e.drop()
 		}
 	}
 	t.release()
@@ -352,6 +386,6 @@ func (t *txWrites) release() {
 		t.held[i] = nil
 	}
 	w.mu.Unlock()
-	t.w, t.tx, t.held, t.last, t.lastKey = nil, nil, t.held[:0], nil, t.lastKey[:0]
+	t.w, t.tx, t.held, t.last, t.lastKey, t.committing = nil, nil, t.held[:0], nil, t.lastKey[:0], false
 	txWritesPool.Put(t)
 }
