@@ -195,7 +195,9 @@ type Iter interface {
 }
 
 // Batch is an atomic group of writes and the conditions they depend on. It
-// is not safe for concurrent use.
+// is not safe for concurrent use. A batch may keep the slices it is given
+// (keys, values, a condition's bytes) until it is closed: the caller must
+// not change them meanwhile.
 //
 // Writes apply in the order they were added: a later write to a key wins,
 // a Set after a DeleteRange over its key survives. Conditions are checked
