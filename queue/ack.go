@@ -28,6 +28,12 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		return nil
 	}
 	c := q.c
+	if c.sm != nil {
+		if err := c.ackShared(w, ids); err != nil {
+			return fmt.Errorf("queue %q: ack: %w", c.name, err)
+		}
+		return nil
+	}
 	err := link.Write(w, func(tx *storage.Tx) error {
 		if err := c.owns(tx); err != nil {
 			return err
@@ -117,6 +123,12 @@ func (c *core) release(id ID, delay time.Duration, op string) error {
 			return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, id.seq, err)
 		}
 	}
+	if c.sm != nil {
+		if err := c.rewriteHeld(id, at, false); err != nil {
+			return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, id.seq, err)
+		}
+		return nil
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -182,6 +194,12 @@ func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	deadline, err := after(now, lease)
 	if err != nil {
 		return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
+	}
+	if c.sm != nil {
+		if err := c.rewriteHeld(id, deadline, true); err != nil {
+			return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
+		}
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -95,14 +95,25 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			}
 			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued}), payload...)
 		}
-		b, err := c.alloc(len(items))
-		if err != nil {
-			return err
+		var first int64
+		if c.sm != nil {
+			start, err := c.allocShared(tx, len(items))
+			if err != nil {
+				return err
+			}
+			tx.OnCommit(c.notifyLocal)
+			first = start
+		} else {
+			b, err := c.alloc(len(items))
+			if err != nil {
+				return err
+			}
+			tx.OnCommit(func() { c.resolve(b, true) })
+			tx.OnAbort(func() { c.resolve(b, false) })
+			first = b.start
 		}
-		tx.OnCommit(func() { c.resolve(b, true) })
-		tx.OnAbort(func() { c.resolve(b, false) })
 		for i, v := range items {
-			if err := tx.Batch.Set(c.k.item(nil, b.start+int64(i)), v); err != nil {
+			if err := tx.Batch.Set(c.k.item(nil, first+int64(i)), v); err != nil {
 				return err
 			}
 		}
@@ -150,6 +161,13 @@ func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]by
 			}
 			if err != nil {
 				return fmt.Errorf("dead letter %d: %w", seq, err)
+			}
+			if c.sm != nil {
+				// Another process may move it too: only one of the two
+				// commits (the other reads again and finds it gone).
+				if err := tx.Batch.Require(storage.Equals(c.k.dead(nil, seq), v)); err != nil {
+					return err
+				}
 			}
 			vals[i] = v
 		}

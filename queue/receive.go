@@ -78,6 +78,9 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	if pop {
 		op = "pop"
 	}
+	if c.sm != nil {
+		return q.deliverShared(max, lease, pop, op)
+	}
 	now, err := c.now()
 	if err == nil && !pop {
 		_, err = after(now, lease)
@@ -142,6 +145,9 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 	now, err := c.now()
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
+	}
+	if c.sm != nil {
+		return q.peekShared(max, now)
 	}
 	ts, err := c.peek(max, now)
 	if err != nil {

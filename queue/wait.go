@@ -28,6 +28,9 @@ import (
 // clock where it was, each sleep is twice the last, up to a second.)
 func (q *Queue[T]) Wait(ctx context.Context) error {
 	c := q.c
+	if c.sm != nil {
+		return c.waitShared(ctx)
+	}
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
