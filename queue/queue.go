@@ -28,7 +28,9 @@ const DefaultMaxAttempts = 10
 // defaults.
 type Options[T any] struct {
 	// Codec encodes message values. Every handle of one queue must use
-	// the same codec. The default is codec.Msgpack[T].
+	// the same codec. The default is codec.Msgpack[T], naming struct
+	// fields as the store does (codec.Msgpack[T]{IgnoreJSONTags: true} on
+	// a store created at format 1, before json tags were honoured).
 	Codec codec.Value[T]
 
 	// MaxAttempts is how many times a message may be delivered (by
@@ -70,7 +72,7 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if len(name) > MaxNameSize {
 		return nil, fmt.Errorf("%w: queue %.32q...: name is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, name, len(name), MaxNameSize)
 	}
-	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts, maxValue: MaxValueSize, backoff: DefaultBackoff}
+	q := &Queue[T]{maxAttempts: DefaultMaxAttempts, maxValue: MaxValueSize, backoff: DefaultBackoff}
 	if opts != nil {
 		if opts.Codec != nil {
 			q.codec = opts.Codec
@@ -88,6 +90,9 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	c, err := coreFor(db, name)
 	if err != nil {
 		return nil, err
+	}
+	if q.codec == nil {
+		q.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
 	}
 	if c.sm != nil {
 		q.maxValue = c.sm.maxValue
