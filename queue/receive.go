@@ -249,7 +249,9 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 	if n == limit || c.cursor >= c.watermark {
 		return out, nil
 	}
-	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	// The engine may fetch the keys wanted in one go (a hint: delayed
+	// and dead messages make the read go on past it).
+	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-n)
 	if err != nil {
 		return fail(err)
 	}
@@ -438,7 +440,7 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 	if len(out) == limit || c.cursor >= c.watermark {
 		return out, nil
 	}
-	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-len(out))
 	if err != nil {
 		return nil, err
 	}
