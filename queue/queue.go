@@ -172,7 +172,11 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		ends = append(ends, len(buf))
 	}
 	eb.buf, eb.ends = buf, ends
-	err = link.Write(w, func(tx *storage.Tx) error {
+	write := link.Write
+	if q.c.sm != nil {
+		write = q.c.writeAny
+	}
+	err = write(w, func(tx *storage.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/tipkv/tipkv"
@@ -37,11 +39,31 @@ import (
 //     deliver one message within a lease: the loser reads again.
 //   - A lapsed lease is taken over only Caps.ClockSkew after it ended by
 //     the taker's clock, a margin for clocks that disagree.
+//   - A message that stays leased or delayed holds the head, and messages
+//     consumed after it lie between it and the next live ones (deleted,
+//     but an engine still passes their tombstones or index entries). Each
+//     process remembers the runs of gapMin or more consumed numbers its
+//     scans passed, and its next scans seek over them instead of walking
+//     them again: a consumed number never comes back, and one below a
+//     number that exists was written (numbers are assigned in commit
+//     order), so a number missing there is consumed.
 
 // headLag is how far a process's head may run past the stored head before
 // a consumer writes it (a hint: a reader starting at the stored head walks
 // at most this many consumed numbers, which a remote engine has deleted).
 const headLag = 1024
+
+// gapMin is the shortest run of consumed numbers a scan remembers and
+// seeks over: a seek costs a round trip on a remote engine, and walking a
+// short run costs less.
+const gapMin = 64
+
+// maxGaps bounds the runs remembered; past it they are forgotten (scans
+// then walk them once more).
+const maxGaps = 4096
+
+// span is a run [lo, hi) of consumed sequence numbers.
+type span struct{ lo, hi int64 }
 
 // sharedMem is the memory of a queue on a shared engine: hints only. It is
 // guarded by core.mu.
@@ -56,6 +78,7 @@ type sharedMem struct {
 	stored    int64           // the head the state key held when last seen
 	advancing bool            // an advanceHead is under way
 	held      map[int64]*held // leases this process holds, by sequence number
+	gaps      []span          // consumed runs above head, sorted, disjoint
 }
 
 // held is a lease this process holds on a message of a shared queue, as of
@@ -227,6 +250,45 @@ func (c *core) raiseHead(h int64) {
 			delete(c.sm.held, seq)
 		}
 	}
+	i := 0
+	for i < len(c.sm.gaps) && c.sm.gaps[i].hi <= h {
+		i++
+	}
+	c.sm.gaps = c.sm.gaps[i:]
+}
+
+// sawGap records that every number in [lo, hi) is consumed.
+func (c *core) sawGap(lo, hi int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hi-lo < gapMin || hi <= c.sm.head {
+		return
+	}
+	gs := c.sm.gaps
+	// The runs that touch [lo, hi) merge with it.
+	i := sort.Search(len(gs), func(i int) bool { return gs[i].hi >= lo })
+	j := i
+	for j < len(gs) && gs[j].lo <= hi {
+		lo, hi = min(lo, gs[j].lo), max(hi, gs[j].hi)
+		j++
+	}
+	if i == j && len(gs) >= maxGaps {
+		c.sm.gaps = nil
+		return
+	}
+	c.sm.gaps = slices.Replace(gs, i, j, span{lo, hi})
+}
+
+// gapAt returns the end of the consumed run that holds seq, or 0.
+func (c *core) gapAt(seq int64) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gs := c.sm.gaps
+	i := sort.Search(len(gs), func(i int) bool { return gs[i].hi > seq })
+	if i < len(gs) && gs[i].lo <= seq {
+		return gs[i].hi
+	}
+	return 0
 }
 
 // scanFrom is where a scan starts: this process's head, read from the
@@ -253,7 +315,8 @@ func (c *core) scanFrom() (int64, error) {
 // scan reads the items of a shared queue from this process's head on,
 // oldest first, calling f with each (v is valid only during the call)
 // until f returns false. n is how many items the caller expects to read,
-// a hint for the engine. The first item found raises the head.
+// a hint for the engine. The first item found raises the head; runs of
+// consumed numbers are remembered, and seeked over.
 func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 	from, err := c.scanFrom()
 	if err != nil {
@@ -263,8 +326,10 @@ func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 	if err != nil {
 		return err
 	}
-	first := true
-	for ok := it.First(); ok; ok = it.Next() {
+	first, prev := true, from-1 // prev: the last number read
+	var key []byte
+	ok := it.First()
+	for ok {
 		seq, err := seqOf(c.k.itemPrefix, it.Key())
 		if err != nil {
 			_ = it.Close()
@@ -273,6 +338,9 @@ func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 		if first {
 			first = false
 			c.raiseHead(seq)
+		} else if seq-prev > gapMin {
+			// Missing between two read in one view: consumed.
+			c.sawGap(prev+1, seq)
 		}
 		v, err := it.Value()
 		if err != nil {
@@ -286,6 +354,13 @@ func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 		}
 		if !more {
 			break
+		}
+		prev = seq
+		if end := c.gapAt(seq + 1); end > 0 {
+			key = c.k.item(key[:0], end)
+			ok = it.SeekGE(key)
+		} else {
+			ok = it.Next()
 		}
 	}
 	return closeIter(it)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -145,13 +146,13 @@ func (c *core) writePicked(tx *storage.Tx, ps []*picked, now, deadline time.Time
 
 // deliverShared is Receive (pop false) and Pop on a shared engine: pick,
 // then write the picks with their conditions; if another process
-// delivered one of them first, pick again (DB.Update's retries).
+// delivered one of them first, pick again at once.
 func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op string) ([]Message[T], error) {
 	c := q.c
 	var ps []*picked
 	var vals []T
 	var deadline time.Time
-	err := link.Write(c.db, func(tx *storage.Tx) error {
+	err := c.write(c.db, func(tx *storage.Tx) error {
 		now, err := c.now()
 		if err != nil {
 			return err
@@ -240,7 +241,7 @@ func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 // ackShared is Ack on a shared engine: each item must still hold the
 // bytes this process wrote when it leased it (or last extended it).
 func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
-	return link.Write(w, func(tx *storage.Tx) error {
+	return c.write(w, func(tx *storage.Tx) error {
 		if err := c.owns(tx); err != nil {
 			return err
 		}
@@ -276,7 +277,7 @@ func (c *core) dropHeld(hs []*held) {
 // at at, 0 for now) or, with lease set, leased until at. It returns the
 // bytes written.
 func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
-	return link.Write(c.db, func(tx *storage.Tx) error {
+	return c.write(c.db, func(tx *storage.Tx) error {
 		hs, err := c.claim([]ID{id})
 		if err != nil {
 			return err
@@ -310,6 +311,44 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 		}
 		return tx.Batch.Set(key, val)
 	})
+}
+
+// sharedTries bounds the commits of one write of a shared queue on a
+// *tipkv.DB that other processes keep winning.
+const sharedTries = 100
+
+// write commits f through w. A *tipkv.DB commits it alone, and after a
+// failed condition runs f again at once, up to sharedTries times: the
+// condition failed because another process committed first, so the queue
+// has moved on and f's new reads find where (DB.Update's growing pause
+// would let the winner go again and again). A *tipkv.Batch joins its
+// Update, whose function runs again instead.
+func (c *core) write(w tipkv.Writer, f func(*storage.Tx) error) error {
+	if _, ok := w.(*tipkv.DB); !ok {
+		return link.Write(w, f)
+	}
+	for try := 1; ; try++ {
+		err := link.WriteOnce(w, f)
+		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+			return err
+		}
+		if try == sharedTries {
+			return fmt.Errorf("%w: gave up after %d tries: %w", tipkv.ErrConflict, try, err)
+		}
+		if try > 2 {
+			// Spread out writers that keep colliding, a little.
+			time.Sleep(rand.N(time.Duration(min(try, 20)) * 50 * time.Microsecond))
+		}
+	}
+}
+
+// writeAny is write for a Writer given as any (link.Write's signature).
+func (c *core) writeAny(w any, f func(*storage.Tx) error) error {
+	tw, ok := w.(tipkv.Writer)
+	if !ok {
+		return link.Write(w, f) // the error it gives
+	}
+	return c.write(tw, f)
 }
 
 // unclaimNow ends claims before any write was added for them: what the
