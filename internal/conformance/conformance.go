@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/check"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
 )
@@ -87,5 +88,19 @@ func Run(t *testing.T, b Backend) {
 				t.Run(c.Name, func(t *testing.T) { c.F(t, b) })
 			}
 		})
+	}
+}
+
+// Healthy fails the test unless the store of db passes every invariant of
+// package check (keys, dense versions, queue heads, tails and dead
+// letters). Every conformance test ends with it.
+func Healthy(t testing.TB, db *tipkv.DB) {
+	t.Helper()
+	s, err := link.Store(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check.Store(s, check.Options{FormatVersion: tipkv.FormatVersion}).Err(); err != nil {
+		t.Fatal(err)
 	}
 }

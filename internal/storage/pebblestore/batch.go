@@ -19,6 +19,9 @@ type batch struct {
 	entered bool
 }
 
+// maxBatchBytes is MaxBatchBytes, a variable so that a test can lower it.
+var maxBatchBytes = MaxBatchBytes
+
 // entryOverhead bounds what Pebble adds to a batch per entry (kind, varint
 // lengths, sequence header), for the size check.
 const entryOverhead = 24
@@ -29,8 +32,8 @@ func (b *batch) room(n int) error {
 	if b.err != nil {
 		return b.err
 	}
-	if b.b.Len()+b.size+n+entryOverhead > MaxBatchBytes {
-		b.err = fmt.Errorf("%w: the write would take the batch over %d bytes (it holds %d); split the Update", storage.ErrInvalid, MaxBatchBytes, b.b.Len()+b.size)
+	if b.b.Len()+b.size+n+entryOverhead > maxBatchBytes {
+		b.err = fmt.Errorf("%w: the write would take the batch over %d bytes (it holds %d); split the Update", storage.ErrInvalid, maxBatchBytes, b.b.Len()+b.size)
 		return b.err
 	}
 	return nil

@@ -1,0 +1,357 @@
+// Package check verifies a store's invariants, whatever the engine: every
+// key fits its family, versions have no gap between the oldest kept and the
+// latest, queue heads, tails, messages and dead letters agree, and
+// (optionally) every value decodes. The command line tool's `check` and the
+// tests (every conformance test ends with the store checked healthy) share
+// it.
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/queuefmt"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Options shape a check.
+type Options struct {
+	// Values also checks that every document, event and message payload
+	// decodes as msgpack or JSON (a document version may also be a delete
+	// marker), except under the names in Raw.
+	Values bool
+	// Raw names collections, streams and queues whose values use another
+	// codec.
+	Raw map[string]bool
+	// Max is how many problems the report lists (all are counted). The
+	// default (0) is 100.
+	Max int
+	// FormatVersion is the newest store format the caller reads. The
+	// default (0) accepts any.
+	FormatVersion int
+}
+
+// Problem is one broken invariant.
+type Problem struct {
+	Kind   string // key, value, format, versions, queue, read
+	Key    []byte // the key at fault; nil for a read that failed
+	Where  string // the family being read, for a read problem
+	Detail string
+}
+
+func (p Problem) String() string {
+	if p.Key == nil {
+		return fmt.Sprintf("%s (%s): %s", p.Kind, p.Where, p.Detail)
+	}
+	return fmt.Sprintf("%s at key %x: %s", p.Kind, p.Key, p.Detail)
+}
+
+// Report is what a check found.
+type Report struct {
+	Keys, Documents, Events, Messages uint64
+	Count                             int // problems found, listed or not
+	Problems                          []Problem
+}
+
+// Healthy reports whether no problem was found.
+func (r Report) Healthy() bool { return r.Count == 0 }
+
+// Err returns nil when healthy, or an error listing the problems.
+func (r Report) Err() error {
+	if r.Healthy() {
+		return nil
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "tipkv: store unhealthy: %d problem(s)", r.Count)
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "\n  %s", p)
+	}
+	return errors.New(b.String())
+}
+
+// Family is a key family as check reads it: its byte, its name, and its
+// range.
+type Family struct {
+	ID     byte
+	Name   string
+	Lo, Hi []byte
+}
+
+// Families are the ranges check reads, one family at a time, so that a read
+// error in one does not hide the others; "other" is every byte no family
+// uses.
+var Families = []Family{
+	{0x00, "meta", []byte{0x00}, []byte{0x01}},
+	{0x01, "versions", []byte{0x01}, []byte{0x02}},
+	{0x02, "queue-items", []byte{0x02}, []byte{0x03}},
+	{0x03, "queue-state", []byte{0x03}, []byte{0x04}},
+	{0x04, "feed", []byte{0x04}, []byte{0x05}},
+	{0x05, "dead-letters", []byte{0x05}, []byte{0x06}},
+	{0x06, "other", []byte{0x06}, bytes.Repeat([]byte{0xff}, 16)},
+}
+
+type deadLetter struct {
+	queue string
+	seq   int64
+}
+
+type checker struct {
+	o   Options
+	r   storage.Reader
+	rep Report
+
+	sawFormat   bool
+	prevDoc     []byte
+	prevVersion int64
+	gapShown    bool
+	heads       map[string]int64 // queue name -> stored head
+	dead        []deadLetter
+}
+
+// Store checks the store r reads.
+func Store(r storage.Reader, o Options) Report {
+	if o.Max == 0 {
+		o.Max = 100
+	}
+	ck := &checker{o: o, r: r, heads: map[string]int64{}}
+	metaRead := true
+	for _, f := range Families {
+		if err := ck.scan(f); err != nil {
+			ck.readFailed(f.Name, err)
+			metaRead = metaRead && f.Name != "meta"
+		}
+	}
+	if !ck.sawFormat && metaRead {
+		ck.add("format", codec.AppendString([]byte{0x00}, "format"), "no format key")
+	}
+	ck.queues()
+	return ck.rep
+}
+
+func (ck *checker) add(kind string, key []byte, format string, args ...any) {
+	ck.rep.Count++
+	if len(ck.rep.Problems) < ck.o.Max {
+		ck.rep.Problems = append(ck.rep.Problems, Problem{Kind: kind, Key: bytes.Clone(key), Detail: fmt.Sprintf(format, args...)})
+	}
+}
+
+func (ck *checker) readFailed(where string, err error) {
+	ck.rep.Count++
+	if len(ck.rep.Problems) < ck.o.Max {
+		ck.rep.Problems = append(ck.rep.Problems, Problem{Kind: "read", Where: where, Detail: err.Error()})
+	}
+}
+
+func (ck *checker) scan(f Family) (err error) {
+	it, err := ck.r.NewIter(f.Lo, f.Hi)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			return err
+		}
+		ck.rep.Keys++
+		ck.safeVisit(f, it.Key(), v)
+	}
+	return it.Error()
+}
+
+// safeVisit is visit that turns a panic on a hostile key or value into a
+// problem: check reports what it cannot read, never crashes.
+func (ck *checker) safeVisit(f Family, k, v []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			ck.add("value", k, "decoding failed: %v", r)
+		}
+	}()
+	ck.visit(f, k, v)
+}
+
+func (ck *checker) visit(f Family, k, v []byte) {
+	if f.Name == "other" {
+		ck.add("key", k, "unknown family 0x%02x", k[0])
+		return
+	}
+	name, rest, err := codec.DecodeString(k[1:])
+	if err != nil {
+		ck.add("key", k, "bad name segment: %v", err)
+		return
+	}
+	switch f.ID {
+	case 0x00:
+		if len(rest) != 0 {
+			ck.add("key", k, "%d bytes after the name", len(rest))
+		}
+		if name == "format" {
+			ck.sawFormat = true
+			n, err := strconv.Atoi(string(v))
+			switch {
+			case err != nil:
+				ck.add("format", k, "format key holds %q", v)
+			case ck.o.FormatVersion > 0 && n > ck.o.FormatVersion:
+				ck.add("format", k, "store format %d is newer than this tipkv's %d", n, ck.o.FormatVersion)
+			}
+		}
+	case 0x01:
+		ck.version(k, name, rest, v)
+	case 0x04:
+		ck.rep.Events++
+		ck.numbered(k, name, rest, false)
+		if ck.o.Values && !ck.o.Raw[name] {
+			ck.payload(k, v)
+		}
+	case 0x03:
+		if len(rest) != 0 {
+			ck.add("key", k, "%d bytes after the queue name", len(rest))
+		}
+		st, err := queuefmt.ParseState(v)
+		if err != nil {
+			ck.add("value", k, "%v", err)
+			return
+		}
+		ck.heads[name] = st.Head
+		if st.Head > st.Tail {
+			ck.add("queue", k, "head %d is past tail %d", st.Head, st.Tail)
+		}
+	case 0x02, 0x05:
+		ck.rep.Messages++
+		seq, ok := ck.numbered(k, name, rest, true)
+		tag := byte(queuefmt.ItemFormat)
+		if f.ID == 0x05 {
+			tag = queuefmt.DeadFormat
+			if ok {
+				ck.dead = append(ck.dead, deadLetter{name, seq})
+			}
+			if len(v) > 0 && v[0] == queuefmt.DeadRawFormat {
+				return // the bytes of an item that was corrupt, kept as they were
+			}
+		}
+		_, payload, err := queuefmt.ParseHeader(v, tag)
+		if err != nil {
+			ck.add("value", k, "%v", err)
+			return
+		}
+		if ck.o.Values && !ck.o.Raw[name] {
+			ck.payload(k, payload)
+		}
+	}
+}
+
+// numbered checks the number after a name: 8 bytes, at least 1.
+func (ck *checker) numbered(k []byte, name string, rest []byte, asc bool) (int64, bool) {
+	if name == "" {
+		ck.add("key", k, "empty name")
+	}
+	if len(rest) != codec.NumberSize {
+		ck.add("key", k, "a number needs %d bytes, the key has %d", codec.NumberSize, len(rest))
+		return 0, false
+	}
+	var n int64
+	if asc {
+		n, _, _ = codec.DecodeAsc(rest)
+	} else {
+		n, _, _ = codec.DecodeDesc(rest)
+	}
+	if n < 1 {
+		ck.add("key", k, "number %d is below 1", n)
+		return n, false
+	}
+	return n, true
+}
+
+// version checks one version key; keys come in order, so a document's
+// versions arrive newest first, one after the other.
+func (ck *checker) version(k []byte, coll string, rest, v []byte) {
+	id, tail, err := codec.DecodeString(rest)
+	if err != nil {
+		ck.add("key", k, "bad id segment: %v", err)
+		return
+	}
+	if coll == "" || id == "" {
+		ck.add("key", k, "empty collection name or document id")
+	}
+	n, ok := ck.numbered(k, coll, tail, false)
+	if !ok {
+		return
+	}
+	doc := k[:len(k)-codec.NumberSize]
+	same := string(doc) == string(ck.prevDoc)
+	if !same {
+		ck.rep.Documents++
+		ck.prevDoc = bytes.Clone(doc)
+		ck.gapShown = false
+	} else if n != ck.prevVersion-1 && !ck.gapShown {
+		ck.gapShown = true
+		missing := strconv.FormatInt(n+1, 10)
+		if ck.prevVersion-n > 2 {
+			missing = fmt.Sprintf("%d to %d", n+1, ck.prevVersion-1)
+		}
+		ck.add("versions", k, "versions %d then %d: %s missing", ck.prevVersion, n, missing)
+	}
+	ck.prevVersion = n
+	if ck.o.Values && !ck.o.Raw[coll] && !docfmt.IsDeleteMarker(v) {
+		ck.payload(k, v)
+	}
+}
+
+// payload checks that v decodes as msgpack (one value, nothing after it)
+// or is JSON.
+func (ck *checker) payload(k, v []byte) {
+	if json.Valid(v) {
+		return
+	}
+	d := msgpack.NewDecoder(bytes.NewReader(v))
+	if _, err := d.DecodeInterface(); err != nil {
+		ck.add("value", k, "neither msgpack nor JSON: %v", err)
+		return
+	}
+	if n := d.Buffered().(*bytes.Reader).Len(); n > 0 {
+		ck.add("value", k, "%d bytes left after the msgpack value", n)
+	}
+}
+
+// queues checks, after the scan, that no message lies below its queue's
+// stored head (consumed messages are deleted) and that no sequence number
+// is both a message and a dead letter (a dead letter keeps its number,
+// which is never reused).
+func (ck *checker) queues() {
+	for name, head := range ck.heads {
+		lo := codec.AppendString([]byte{0x02}, name)
+		hi := codec.AppendAsc(bytes.Clone(lo), head)
+		it, err := ck.r.NewIter(lo, hi)
+		if err != nil {
+			ck.readFailed("queue-items", err)
+			continue
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			ck.add("queue", it.Key(), "message below the queue's head %d: consumed messages must be deleted", head)
+		}
+		if err := it.Error(); err != nil {
+			ck.readFailed("queue-items", err)
+		}
+		_ = it.Close()
+	}
+	for _, d := range ck.dead {
+		key := codec.AppendAsc(codec.AppendString([]byte{0x02}, d.queue), d.seq)
+		_, err := ck.r.Get(key)
+		switch {
+		case err == nil:
+			ck.add("queue", key, "sequence number %d is both a message and a dead letter", d.seq)
+		case !errors.Is(err, storage.ErrNotFound):
+			ck.readFailed("queue-items", err)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package check_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/check"
+	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/queuefmt"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/testutil"
+)
+
+func vkey(coll, id string, v int64) []byte {
+	return codec.AppendDesc(codec.AppendString(codec.AppendString([]byte{0x01}, coll), id), v)
+}
+
+func qkey(fam byte, q string, seq int64) []byte {
+	return codec.AppendAsc(codec.AppendString([]byte{fam}, q), seq)
+}
+
+func item() []byte {
+	return append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{}), 0x01)
+}
+
+// store returns a DB holding a healthy sample and a function that writes
+// raw keys into it.
+func store(t *testing.T) (storage.Store, func(kv ...[]byte)) {
+	db := testutil.OpenMem(t)
+	s, err := link.Store(db)
+	require.NoError(t, err)
+	set := func(kv ...[]byte) {
+		b := s.NewBatch()
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				require.NoError(t, b.Delete(kv[i]))
+			} else {
+				require.NoError(t, b.Set(kv[i], kv[i+1]))
+			}
+		}
+		require.NoError(t, b.Apply(false))
+		require.NoError(t, b.Close())
+	}
+	set(vkey("c", "a", 1), []byte{0x01}, vkey("c", "a", 2), []byte{0x02}, vkey("c", "a", 3), []byte{docfmt.DeleteMarker},
+		vkey("c", "b", 7), []byte{0xc0}, // pruned below 7: fine
+		codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 5), []byte(`{"x":1}`),
+		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), item(),
+		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5}),
+		qkey(0x05, "q", 2), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 0x01))
+	return s, set
+}
+
+func TestHealthy(t *testing.T) {
+	s, _ := store(t)
+	r := check.Store(s, check.Options{Values: true, FormatVersion: tipkv.FormatVersion})
+	require.NoError(t, r.Err())
+	require.EqualValues(t, 2, r.Documents)
+	require.EqualValues(t, 1, r.Events)
+	require.EqualValues(t, 3, r.Messages)
+}
+
+// Each broken invariant is found and named.
+func TestProblems(t *testing.T) {
+	cases := []struct {
+		name   string
+		kv     [][]byte
+		kind   string
+		detail string
+	}{
+		{"a version gap", [][]byte{vkey("c", "a", 2), nil}, "versions", "versions 3 then 1: 2 missing"},
+		{"a message below the head", [][]byte{qkey(0x02, "q", 1), item()}, "queue", "below the queue's head 3"},
+		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
+		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
+		{"an unknown family", [][]byte{{0x09, 0x01}, {0x01}}, "key", "unknown family 0x09"},
+		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad name segment"},
+		{"a short number", [][]byte{append(codec.AppendString([]byte{0x04}, "s"), 1, 2), {0x01}}, "key", "a number needs 8 bytes"},
+		{"a bad item header", [][]byte{qkey(0x02, "q", 4), {0x07}}, "value", "tag"},
+		{"a value neither msgpack nor JSON", [][]byte{vkey("c", "a", 2), {0xc1, 0xc1}}, "value", "neither msgpack nor JSON"},
+		{"no format key", [][]byte{codec.AppendString([]byte{0x00}, "format"), nil}, "format", "no format key"},
+		{"a newer format", [][]byte{codec.AppendString([]byte{0x00}, "format"), []byte("99")}, "format", "newer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, set := store(t)
+			set(c.kv...)
+			r := check.Store(s, check.Options{Values: true, FormatVersion: tipkv.FormatVersion})
+			require.False(t, r.Healthy())
+			found := false
+			for _, p := range r.Problems {
+				found = found || p.Kind == c.kind && strings.Contains(p.Detail, c.detail)
+			}
+			require.True(t, found, "want a %s problem saying %q, got %v", c.kind, c.detail, r.Problems)
+		})
+	}
+}
+
+// Raw names skip the value check; Max bounds the list, not the count.
+func TestOptions(t *testing.T) {
+	s, set := store(t)
+	set(vkey("c", "a", 2), []byte{0xc1, 0xc1}, vkey("c", "a", 1), []byte{0xc1, 0xc1})
+	require.True(t, check.Store(s, check.Options{Values: true, Raw: map[string]bool{"c": true}}).Healthy())
+	r := check.Store(s, check.Options{Values: true, Max: 1})
+	require.Equal(t, 2, r.Count)
+	require.Len(t, r.Problems, 1)
+	require.True(t, check.Store(s, check.Options{}).Healthy(), "values are not checked unless asked")
+}
