@@ -77,6 +77,7 @@ func testOutboxAtomic(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	_, err = orders.Latest("order-3")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
+	Healthy(t, db)
 }
 
 // Producers place orders (a document and its message in one Update), on
@@ -150,4 +151,5 @@ func testOutboxRelay(t *testing.T, b Backend) {
 	}
 	outbox := qOpen[outboxEvent](t, db, "outbox", nil)
 	require.Zero(t, outbox.Len())
+	Healthy(t, db)
 }

@@ -245,6 +245,7 @@ func testQueueFIFOReceiveAck(t *testing.T, b Backend) {
 
 	require.NoError(t, q.Ack(db, qIDs(ms)...))
 	require.Equal(t, queue.Stats{Head: 5, Tail: 5}, q.Stats())
+	Healthy(t, db)
 }
 
 func testQueuesAreSeparate(t *testing.T, b Backend) {
@@ -261,6 +262,7 @@ func testQueuesAreSeparate(t *testing.T, b Backend) {
 	ms, err = ab.Pop(10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"2"}, qValues(ms))
+	Healthy(t, db)
 }
 
 func testQueueBadInput(t *testing.T, b Backend) {
@@ -297,6 +299,7 @@ func testQueueBadInput(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	_, err = q.Peek(-1)
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	Healthy(t, db)
 }
 
 func testQueueAckErrors(t *testing.T, b Backend) {
@@ -331,6 +334,7 @@ func testQueueAckErrors(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	require.NoError(t, q.Ack(db, ms[1].ID))
 	require.Zero(t, q.Len())
+	Healthy(t, db)
 }
 
 func testQueueAckInAbortedUpdate(t *testing.T, b Backend) {
@@ -348,6 +352,7 @@ func testQueueAckInAbortedUpdate(t *testing.T, b Backend) {
 	require.Equal(t, 1, q.Stats().Leased, "the lease goes on")
 	require.NoError(t, q.Ack(db, ms[0].ID))
 	require.Zero(t, q.Len())
+	Healthy(t, db)
 }
 
 func testQueueLeaseExpiry(t *testing.T, b Backend) {
@@ -376,6 +381,7 @@ func testQueueLeaseExpiry(t *testing.T, b Backend) {
 	require.ErrorIs(t, q.Ack(db, first[0].ID), queue.ErrLeaseLost, "the old lease is gone")
 	require.NoError(t, q.Ack(db, again[0].ID))
 	require.Zero(t, q.Len())
+	Healthy(t, db)
 }
 
 func testQueueLateAck(t *testing.T, b Backend) {
@@ -389,6 +395,7 @@ func testQueueLateAck(t *testing.T, b Backend) {
 	ms, err = q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, ms)
+	Healthy(t, db)
 }
 
 func testQueueReleaseAndExtend(t *testing.T, b Backend) {
@@ -424,6 +431,7 @@ func testQueueReleaseAndExtend(t *testing.T, b Backend) {
 	require.ErrorIs(t, q.Extend(ms[1].ID, 0), tipkv.ErrInvalid)
 	require.NoError(t, q.Ack(db, ms[1].ID, got2[0].ID))
 	require.Zero(t, q.Len())
+	Healthy(t, db)
 }
 
 func testQueuePopAndPeek(t *testing.T, b Backend) {
@@ -456,6 +464,7 @@ func testQueuePopAndPeek(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, []int{1, 4, 5}, qValues(popped))
 	require.Equal(t, queue.Stats{Head: 6, Tail: 6}, q.Stats())
+	Healthy(t, db)
 }
 
 func testQueueEnqueueAt(t *testing.T, b Backend) {
@@ -480,6 +489,7 @@ func testQueueEnqueueAt(t *testing.T, b Backend) {
 	require.Equal(t, []string{"later"}, qValues(ms))
 	require.NoError(t, q.Ack(db, qIDs(ms)...))
 	require.Equal(t, queue.Stats{Head: 3, Tail: 3}, q.Stats())
+	Healthy(t, db)
 }
 
 // Every time the queue reads or stores comes from Options.Clock: enqueue
@@ -535,6 +545,7 @@ func testQueueClockDrivesTime(t *testing.T, b Backend) {
 	dead := qDead(t, q)
 	require.Len(t, dead, 1)
 	require.True(t, dead[0].Died.Equal(died), "died at %v, want the clock's %v", dead[0].Died, died)
+	Healthy(t, db)
 }
 
 // Times a message's header cannot hold (Unix nanoseconds in an int64:
@@ -574,6 +585,7 @@ func testQueueTimesOutOfRange(t *testing.T, b Backend) {
 	require.Equal(t, delayed, q.Stats().Delayed)
 	clock.Advance(2 * time.Minute)
 	require.NoError(t, q.Ack(db, ms[0].ID), "the lease ended as it was")
+	Healthy(t, db)
 }
 
 // ReceiveWait blocks until a message is visible and leases it, in one
@@ -633,6 +645,7 @@ func testQueueReceiveWait(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	_, err = q.ReceiveWait(t.Context(), 1, 0)
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	Healthy(t, db)
 }
 
 func testQueueReceiveWaitClose(t *testing.T, b Backend) {
@@ -684,6 +697,7 @@ func testQueueRetryBackoff(t *testing.T, b Backend) {
 	require.ErrorIs(t, q.Retry(queue.ID{}), tipkv.ErrInvalid)
 	require.Equal(t, 5*time.Minute, queue.DefaultBackoff(100), "capped")
 	require.Equal(t, time.Second, queue.DefaultBackoff(0))
+	Healthy(t, db)
 }
 
 func testQueueRetryCustomBackoff(t *testing.T, b Backend) {
@@ -721,6 +735,7 @@ func testQueueRetryCustomBackoff(t *testing.T, b Backend) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, []int{1, 2, 3}, asked)
+	Healthy(t, db)
 }
 
 func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b Backend) {
@@ -764,6 +779,7 @@ func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b Backend) {
 	err = q.Requeue(db, dead[0].Seq)
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
 	require.ErrorContains(t, err, "dead letter 1")
+	Healthy(t, db)
 }
 
 // Leases that end without an Ack count as deliveries: after MaxAttempts
@@ -784,6 +800,7 @@ func testQueueDeadLetterAfterLeaseExpiries(t *testing.T, b Backend) {
 	require.Empty(t, ms)
 	require.Len(t, qDead(t, q), 1)
 	require.Zero(t, q.Len())
+	Healthy(t, db)
 }
 
 func testQueuePopDeadLettersToo(t *testing.T, b Backend) {
@@ -797,6 +814,7 @@ func testQueuePopDeadLettersToo(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, []int{2}, qValues(ms))
 	require.Len(t, qDead(t, q), 1)
+	Healthy(t, db)
 }
 
 func testQueueNoLimit(t *testing.T, b Backend) {
@@ -810,6 +828,7 @@ func testQueueNoLimit(t *testing.T, b Backend) {
 		require.NoError(t, q.Release(ms[0].ID, 0))
 	}
 	require.Empty(t, qDead(t, q))
+	Healthy(t, db)
 }
 
 func testQueueDiscardAndRequeueErrors(t *testing.T, b Backend) {
@@ -845,6 +864,7 @@ func testQueueDiscardAndRequeueErrors(t *testing.T, b Backend) {
 	ms, err := q.Pop(5)
 	require.NoError(t, err)
 	require.Equal(t, []int{3, 2}, qValues(ms), "requeued in the order given")
+	Healthy(t, db)
 }
 
 // A stored value that does not decode moves to the dead-letter queue with
@@ -889,4 +909,5 @@ func testQueueCorruptValue(t *testing.T, b Backend) {
 	require.Equal(t, 1, n)
 	require.NoError(t, q.Discard(db, 3))
 	require.Empty(t, qDead(t, q))
+	Healthy(t, db)
 }

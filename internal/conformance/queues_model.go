@@ -323,6 +323,7 @@ func runQueueModel(t *testing.T, b Backend, seed uint64, steps int) {
 		}
 		compareQueue(t, step, op, q, m)
 	}
+	Healthy(t, db)
 }
 
 func compareQueue(t *testing.T, step int, op string, q *queue.Queue[int64], m *queueModel) {

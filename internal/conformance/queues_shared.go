@@ -214,6 +214,7 @@ func testQueueSharedProducersConsumers(t *testing.T, b Backend) {
 	st := q.Stats()
 	require.Equal(t, queue.Stats{Head: seqs[len(seqs)-1] + 1, Tail: seqs[len(seqs)-1] + 1}, st)
 	t.Logf("%d redeliveries, final %+v", redelivered, st)
+	Healthy(t, dbs[0])
 }
 
 // Three handles pop one queue while a fourth enqueues: no message is
@@ -280,6 +281,7 @@ func testQueueSharedPop(t *testing.T, b Backend) {
 		require.Equal(t, i, v, "nothing lost")
 	}
 	require.Zero(t, producer.Len())
+	Healthy(t, dbs[0])
 }
 
 // A lease held by A is never delivered to B before it ends (plus
@@ -336,6 +338,7 @@ func testQueueSharedLease(t *testing.T, b Backend) {
 	require.NoError(t, a.Ack(dbs[0], held[1].ID), "the extended lease")
 	require.Zero(t, a.Len())
 	require.Zero(t, bq.Len())
+	Healthy(t, dbs[0])
 }
 
 // B's Wait wakes after A's Enqueue, after A's Release of the only message
@@ -382,4 +385,5 @@ func testQueueSharedWait(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.Equal(t, 3, got[0].Attempts, "received, released, received, lapsed")
+	Healthy(t, dbs[0])
 }

@@ -90,6 +90,7 @@ func testQueueCommitOrder(t *testing.T, b Backend) {
 	}
 	st := q.Stats()
 	require.Equal(t, queue.Stats{Head: ms[0].Seq + 1, Tail: ms[0].Seq + 1}, st)
+	Healthy(t, db)
 }
 
 // Close with leases out, acks out of order, pops and a dead letter; after
@@ -182,6 +183,7 @@ func testQueueRestart(t *testing.T, b Backend) {
 	require.NoError(t, err)
 	require.Equal(t, int64(n+1), ms[0].Seq)
 	require.Len(t, qDead(t, q), 1)
+	Healthy(t, db)
 }
 
 // An Ack inside an Update that commits after a later Pop must not make a
@@ -226,6 +228,7 @@ func testQueueSeqNeverReused(t *testing.T, b Backend) {
 	ms, err := q.Pop(1)
 	require.NoError(t, err)
 	require.Equal(t, int64(11), ms[0].Seq, "above every sequence number delivered before the restart")
+	Healthy(t, db)
 }
 
 func qNames(t *testing.T, db *tipkv.DB) []string {
@@ -291,6 +294,16 @@ func testQueueNames(t *testing.T, b Backend) {
 		require.Equal(t, "a\x00b", name)
 		break
 	}
+
+	bt = s.NewBatch() // the raw keys are not valid values
+	for _, k := range [][]byte{key(codec.FamilyDeadLetters, "only dead", 7), key(codec.FamilyDeadLetters, "only dead", 9),
+		key(codec.FamilyQueueState, "only state", 0), key(codec.FamilyQueueItems, "only items", 1),
+		key(codec.FamilyVersions, "not a queue", 1), key(codec.FamilyFeed, "not a queue either", 1)} {
+		require.NoError(t, bt.Delete(k))
+	}
+	require.NoError(t, bt.Apply(false))
+	require.NoError(t, bt.Close())
+	Healthy(t, db)
 }
 
 func testQueueNamesErrors(t *testing.T, b Backend) {
