@@ -91,6 +91,11 @@ type held struct {
 	attempts int       // deliveries, this one included
 	busy     bool      // a write about it is under way
 	suspect  bool      // a write conditioned on raw did not commit: read before trusting raw
+	// alt is what an Extend whose outcome is unknown would have written
+	// (and altDeadline its lease's end): if the item holds it, the
+	// Extend was applied and the lease is still this process's.
+	alt         []byte
+	altDeadline time.Time
 }
 
 func newSharedMem(caps storage.Caps, s storage.Store) *sharedMem {
@@ -504,7 +509,10 @@ func (c *core) claim(ids []ID) ([]*held, error) {
 		c.mu.Lock()
 		switch {
 		case err == nil && bytes.Equal(v, h.raw):
-			h.suspect = false
+			h.suspect, h.alt = false, nil
+		case err == nil && h.alt != nil && bytes.Equal(v, h.alt):
+			h.raw, h.deadline = h.alt, h.altDeadline
+			h.suspect, h.alt = false, nil
 		case err == nil || errors.Is(err, storage.ErrNotFound):
 			c.forget(h)
 			err = fmt.Errorf("queue %q: message %d (id %s): %w", c.name, h.seq, ID{seq: h.seq, lease: h.lease}, ErrLeaseLost)
@@ -567,6 +575,16 @@ func (c *core) unclaim(hs []*held) {
 	for _, h := range hs {
 		h.busy, h.suspect = false, true
 	}
+}
+
+// unclaimExtend ends the claim of an Extend that did not commit: the item
+// may hold what it held before or what the Extend wrote (val, for a lease
+// until deadline); the next use reads it to find out.
+func (c *core) unclaimExtend(h *held, val []byte, deadline time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.busy, h.suspect = false, true
+	h.alt, h.altDeadline = val, deadline
 }
 
 // forget drops a lease. The caller holds mu.

@@ -87,8 +87,8 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*pi
 }
 
 // skipHeld reports whether the item at seq is one this process is writing
-// about now. It forgets a lease whose item another process has changed
-// since.
+// about now. Seeing the item, it settles a lease in doubt (see held.alt),
+// and forgets a lease whose item another process has changed since.
 func (c *core) skipHeld(seq int64, v []byte) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,7 +98,12 @@ func (c *core) skipHeld(seq int64, v []byte) bool {
 		return false
 	case h.busy:
 		return true
-	case !bytes.Equal(h.raw, v):
+	case bytes.Equal(h.raw, v):
+		h.suspect, h.alt = false, nil
+	case h.suspect && h.alt != nil && bytes.Equal(h.alt, v):
+		h.raw, h.deadline = h.alt, h.altDeadline
+		h.suspect, h.alt = false, nil
+	default:
 		c.forget(h)
 	}
 	return false
@@ -296,6 +301,7 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 				defer c.mu.Unlock()
 				h.raw, h.deadline, h.busy = val, at, false
 			})
+			tx.OnAbort(func() { c.unclaimExtend(h, val, at) })
 		} else {
 			tx.OnCommit(func() {
 				c.mu.Lock()
@@ -303,8 +309,8 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 				c.forget(h)
 				c.notify() // visible now, or a new deadline for Waits here
 			})
+			tx.OnAbort(func() { c.unclaim(hs) })
 		}
-		tx.OnAbort(func() { c.unclaim(hs) })
 		key := c.k.item(nil, h.seq)
 		if err := tx.Batch.Require(storage.Equals(key, h.raw)); err != nil {
 			return err
