@@ -262,6 +262,23 @@ func (c *core) raiseHead(h int64) {
 	c.sm.gaps = c.sm.gaps[i:]
 }
 
+// consumedOwn records that this process's commit consumed the numbers ss
+// (sorted): the head moves past those of them that begin at it.
+func (c *core) consumedOwn(ss []int64) {
+	c.mu.Lock()
+	h := c.sm.head
+	c.mu.Unlock()
+	if h == 0 {
+		return
+	}
+	i := sort.Search(len(ss), func(i int) bool { return ss[i] >= h })
+	for i < len(ss) && ss[i] == h {
+		h++
+		i++
+	}
+	c.raiseHead(h)
+}
+
 // sawGap records that every number in [lo, hi) is consumed.
 func (c *core) sawGap(lo, hi int64) {
 	c.mu.Lock()

@@ -190,6 +190,13 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
+	var gone []int64
+	for _, p := range ps {
+		if p.dead || pop {
+			gone = append(gone, p.seq)
+		}
+	}
+	c.consumedOwn(gone)
 	out := make([]Message[T], 0, len(ps))
 	var bad []error
 	c.mu.Lock()
@@ -254,9 +261,12 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 		if err != nil {
 			return err
 		}
-		tx.OnCommit(func() { c.dropHeld(hs) })
-		tx.OnAbort(func() { c.unclaim(hs) })
 		ss := make([]int64, len(hs))
+		tx.OnCommit(func() {
+			c.dropHeld(hs)
+			c.consumedOwn(ss)
+		})
+		tx.OnAbort(func() { c.unclaim(hs) })
 		for i, h := range hs {
 			if err := tx.Batch.Require(storage.Equals(c.k.item(nil, h.seq), h.raw)); err != nil {
 				return err
