@@ -83,7 +83,10 @@ func (q *Queue[T]) decodeDead(it storage.Iter, d *DeadLetter[T]) error {
 // values are copied as stored, without decoding. A sequence number that is
 // not in the dead-letter queue is an error matching tipkv.ErrNotFound, one
 // that another Requeue or Discard is moving now matches tipkv.ErrConflict,
-// and then nothing is moved.
+// and then nothing is moved. On a shared engine the write requires each
+// dead letter to be as read: of two processes moving one, only one
+// commits, and the other (reading again) finds it gone. The new numbers
+// are assigned as Enqueue assigns them there.
 func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 	c := q.c
 	err := c.withDead(w, seqs, func(tx *storage.Tx, vals [][]byte) error {

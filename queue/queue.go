@@ -62,9 +62,10 @@ type Queue[T any] struct {
 }
 
 // Open returns a handle on the queue called name in db, creating nothing
-// on disk until the first Enqueue. The first Open of a queue in a DB loads
-// its state: one read of its state key and one walk over its live
-// messages, from the head to the end (about 0.1 us per message).
+// on disk until the first Enqueue. On Pebble, the first Open of a queue in
+// a DB loads its state: one read of its state key and one walk over its
+// live messages, from the head to the end (about 0.1 us per message). On a
+// shared engine it reads nothing.
 func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: queue: empty name", tipkv.ErrInvalid)
@@ -106,14 +107,23 @@ func (q *Queue[T]) Name() string { return q.c.name }
 
 // Enqueue appends items to the queue, in order, through w: a *tipkv.DB
 // commits them at once, a *tipkv.Batch commits them with the rest of its
-// Update (the transactional outbox). Sequence numbers come from memory;
-// Enqueue reads nothing and never waits for other writers. The items
-// become visible to Receive, Peek, Pop and Wait once the commit has
-// returned and every earlier-numbered enqueue has committed or failed.
+// Update (the transactional outbox).
 //
-// An item whose encoding is over MaxValueSize is refused with
-// tipkv.ErrInvalid; then none of items is written. Enqueue with no items
-// does nothing.
+// On Pebble, sequence numbers come from memory: Enqueue reads nothing and
+// never waits for other writers, and the items become visible to Receive,
+// Peek, Pop and Wait once the commit has returned and every
+// earlier-numbered enqueue has committed or failed. On a shared engine
+// the numbers are assigned at commit: Enqueue reads the queue's state key
+// and requires it unchanged when the batch commits. If another process
+// enqueued first, an Enqueue on a *tipkv.DB reads again and retries at
+// once; inside an Update, the Update's function runs again (see
+// tipkv.DB.Update), so keep it free of other side effects. The items are
+// visible once the commit is.
+//
+// An item whose encoding is over MaxValueSize (on a shared engine, over
+// half of what one batch of the engine holds, less a margin: a delivery
+// writes a message twice) is refused with tipkv.ErrInvalid; then none of
+// items is written. Enqueue with no items does nothing.
 func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 	return q.enqueue(w, time.Time{}, items)
 }

@@ -15,38 +15,12 @@ import (
 )
 
 // A queue on a shared engine (storage.Caps.Shared: etcd, SQL), where
-// several processes write the same keys. The store is the truth; memory
-// holds hints that are checked before they are trusted:
-//
-//   - Sequence numbers are assigned at commit: an enqueue reads the state
-//     key, writes head and tail+n to it and requires it to hold what it
-//     read (Absent for a new queue). Commit order is sequence order, so a
-//     reader never meets a number that commits later: no watermark.
-//   - The stored head is a lower bound that acks do not write (that would
-//     make every ack conflict with every enqueue). Each process keeps its
-//     own, raised by its scans (the first item a scan finds: everything
-//     below it is consumed, since numbers below the tail were all written
-//     and a consumed number never comes back). Enqueues write the higher of
-//     the two; a consumer whose head runs headLag past the stored one
-//     writes it once, as a hint that may fail (advanceHead).
-//   - A lease lives in its item: tag LeasedFormat and the lease's end in
-//     the at field, attempts one higher than before the delivery. Every
-//     write about a leased message (Ack, Release, Retry, Extend) requires
-//     the item to hold the bytes this process last wrote, so a takeover by
-//     another process (which counts an attempt, so changes the bytes) turns
-//     it into ErrLeaseLost. Every delivery (Receive, Pop, a move to the
-//     dead letters) requires the bytes it read, so two processes never
-//     deliver one message within a lease: the loser reads again.
-//   - A lapsed lease is taken over only Caps.ClockSkew after it ended by
-//     the taker's clock, a margin for clocks that disagree.
-//   - A message that stays leased or delayed holds the head, and messages
-//     consumed after it lie between it and the next live ones (deleted,
-//     but an engine still passes their tombstones or index entries). Each
-//     process remembers the runs of gapMin or more consumed numbers its
-//     scans passed, and its next scans seek over them instead of walking
-//     them again: a consumed number never comes back, and one below a
-//     number that exists was written (numbers are assigned in commit
-//     order), so a number missing there is consumed.
+// several processes write the same keys: the package doc, "Shared
+// engines", says what each write requires and why. Memory holds hints only
+// (sharedMem), each checked against the store before it is trusted, or
+// safe when wrong: this process's head (every number below it consumed),
+// the runs of consumed numbers above it, and the leases this process holds
+// with the bytes it last wrote.
 
 // headLag is how far a process's head may run past the stored head before
 // a consumer writes it (a hint: a reader starting at the stored head walks

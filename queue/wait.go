@@ -15,11 +15,21 @@ import (
 // when ctx ends first, and an error matching tipkv.ErrClosed when the DB
 // closes. ReceiveWait does both in one call.
 //
-// Wait does not poll. It sleeps on an in-process notification that commits
-// fire once they have returned (enqueues in this process, releases, failed
-// writes that make messages visible again), and on a timer set to the
-// earliest moment a lease or a delay ends. A DB belongs to one process, so
-// every enqueue comes through this notification.
+// On Pebble, Wait does not poll. It sleeps on an in-process notification
+// that commits fire once they have returned (enqueues in this process,
+// releases, failed writes that make messages visible again), and on a
+// timer set to the earliest moment a lease or a delay ends. A DB belongs
+// to one process, so every enqueue comes through this notification.
+//
+// On a shared engine, Wait reads the queue from its head and sleeps until
+// the engine reports a change to the queue's state key (every enqueue
+// writes it) or to its messages (Release and Retry write those), or a
+// timer for the earliest lease end (plus Caps.ClockSkew) or delay it read
+// fires; then it reads again. An engine that cannot watch is read again
+// every Caps.PollInterval (1s if unset): a Wait there returns up to that
+// long after the message became visible. On PostgreSQL (sqlkv) only the
+// queue-state family notifies by default, so an enqueue wakes a Wait at
+// once and a Release by another process within the poll interval.
 //
 // Visibility follows the DB's clock (tipkv.Options.Clock), but the timer
 // runs on the wall clock: it sleeps for as long as the DB's clock says is
