@@ -121,6 +121,19 @@ func (db *DB) runUpdateFn(fn func(*Batch) error, b *Batch) error {
 	return fn(b)
 }
 
+// writeOnce is write, except that a *DB commits f's Tx once: a failed
+// condition comes back as it is (matching storage.ErrConditionFailed),
+// for a caller with a retry policy of its own.
+func writeOnce(w any, f func(*storage.Tx) error) error {
+	if db, ok := w.(*DB); ok && db != nil {
+		if db.opts.ReadOnly {
+			return fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
+		}
+		return db.try(func(b *Batch) error { return f(&b.tx) }, false)
+	}
+	return write(w, f)
+}
+
 // write runs f with the Tx of w. A *DB gets a Tx of its own, committed when
 // f returns nil (and run again after a failed condition).
 func write(w any, f func(*storage.Tx) error) error {

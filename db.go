@@ -337,6 +337,7 @@ func init() {
 		return &d.services, nil
 	}
 	link.Write = write
+	link.WriteOnce = writeOnce
 	link.Clock = func(db any) (func() time.Time, error) {
 		d, err := dbOf(db)
 		if err != nil {

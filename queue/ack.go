@@ -23,11 +23,24 @@ import (
 // nothing: when it returns an error, no message was acknowledged. Until
 // the write commits the messages stay leased to the caller; if it aborts,
 // their leases go on as before.
+//
+// On a shared engine the write requires each message to hold what this
+// process wrote when it leased it (or last extended the lease): a message
+// another process took over is ErrLeaseLost, found at commit. Each message
+// adds a condition to the batch, so an Ack of more messages than one batch
+// of the engine holds (Caps.MaxBatchOps) is tipkv.ErrInvalid: acknowledge
+// in groups. An Ack does not write the queue-state key there.
 func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	c := q.c
+	if c.sm != nil {
+		if err := c.ackShared(w, ids); err != nil {
+			return fmt.Errorf("queue %q: ack: %w", c.name, err)
+		}
+		return nil
+	}
 	err := link.Write(w, func(tx *storage.Tx) error {
 		if err := c.owns(tx); err != nil {
 			return err
@@ -97,8 +110,10 @@ func (c *core) consumed(ss []saved) {
 // Release gives up the lease that id names: the message becomes visible
 // again after delay (at once if delay <= 0), by the DB's clock. Its attempt
 // count stays as it is. A delay is written to the message (one synced
-// write), so it holds across a restart; a release without delay changes
-// memory only. An ID that no longer names the message's lease gives
+// write), so it holds across a restart; on Pebble a release without delay
+// changes memory only, and on a shared engine every release writes the
+// message (requiring it to hold what this process wrote), for the other
+// processes to see. An ID that no longer names the message's lease gives
 // ErrLeaseLost; a delay that would end after 2262 (see EnqueueAt) is
 // tipkv.ErrInvalid, and the lease goes on.
 func (q *Queue[T]) Release(id ID, delay time.Duration) error {
@@ -116,6 +131,12 @@ func (c *core) release(id ID, delay time.Duration, op string) error {
 		if err != nil {
 			return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, id.seq, err)
 		}
+	}
+	if c.sm != nil {
+		if err := c.rewriteHeld(id, at, false); err != nil {
+			return fmt.Errorf("queue %q: %s message %d: %w", c.name, op, id.seq, err)
+		}
+		return nil
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -168,8 +189,9 @@ func (c *core) release(id ID, delay time.Duration, op string) error {
 // clock. It works while the lease holds, and after it ended as long as
 // nobody has received the message since; otherwise it returns
 // ErrLeaseLost. lease <= 0, or a lease that would end after 2262, is
-// tipkv.ErrInvalid, and the lease goes on as before. It changes memory
-// only.
+// tipkv.ErrInvalid, and the lease goes on as before. On Pebble it changes
+// memory only; on a shared engine it writes the lease's new end to the
+// message, requiring it to hold what this process wrote.
 func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	c := q.c
 	if lease <= 0 {
@@ -182,6 +204,12 @@ func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	deadline, err := after(now, lease)
 	if err != nil {
 		return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
+	}
+	if c.sm != nil {
+		if err := c.rewriteHeld(id, deadline, true); err != nil {
+			return fmt.Errorf("queue %q: extend message %d: %w", c.name, id.seq, err)
+		}
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

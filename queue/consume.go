@@ -64,6 +64,13 @@ func DefaultBackoff(attempts int) time.Duration {
 // would end after 2262; then the lease goes on as before.
 func (q *Queue[T]) Retry(id ID) error {
 	c := q.c
+	if c.sm != nil {
+		attempts, err := c.heldAttempts(id)
+		if err != nil {
+			return fmt.Errorf("retry: %w", err)
+		}
+		return c.release(id, q.retryDelay(attempts), "retry")
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -76,10 +83,15 @@ func (q *Queue[T]) Retry(id ID) error {
 	}
 	attempts := int(e.attempts)
 	c.mu.Unlock()
-	var delay time.Duration
-	if q.maxAttempts == 0 || attempts < q.maxAttempts {
-		delay = q.backoff(attempts)
-	}
 	// If another call takes the lease meanwhile, release says so.
-	return c.release(id, delay, "retry")
+	return c.release(id, q.retryDelay(attempts), "retry")
+}
+
+// retryDelay is how long Retry hides a message delivered attempts times:
+// the backoff, or nothing once the next delivery would dead-letter it.
+func (q *Queue[T]) retryDelay(attempts int) time.Duration {
+	if q.maxAttempts == 0 || attempts < q.maxAttempts {
+		return q.backoff(attempts)
+	}
+	return 0
 }

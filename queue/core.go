@@ -34,6 +34,9 @@ type core struct {
 	db    *tipkv.DB
 	store storage.Store
 	sh    *shared
+	// sm is non-nil on a shared engine (shared.go); then of the fields
+	// below only mu, closed, closedCh, changed and sleepers are used.
+	sm    *sharedMem
 	clock func() time.Time // the DB's Options.Clock
 	name  string
 	k     keys
@@ -133,7 +136,12 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 	}
 	sh := sharedOf(reg)
 	c := reg.Get(registryKey{name}, func() any {
+		var sm *sharedMem
+		if caps := store.Caps(); caps.Shared {
+			sm = newSharedMem(caps, store)
+		}
 		return &core{
+			sm:       sm,
 			db:       db,
 			store:    store,
 			sh:       sh,
@@ -174,6 +182,10 @@ func (c *core) load() error {
 		return fmt.Errorf("queue %q: %w", c.name, tipkv.ErrClosed)
 	}
 	if c.loaded {
+		return nil
+	}
+	if c.sm != nil {
+		c.loaded = true // memory holds hints only; the reads find the rest
 		return nil
 	}
 	st := state{head: 1, tail: 1}
@@ -300,7 +312,14 @@ func (c *core) resolve(b *block, committed bool) {
 	}
 }
 
-// notify wakes every Wait.
+// notifyLocal wakes every Wait of this process, as notify does, taking mu.
+func (c *core) notifyLocal() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notify()
+}
+
+// notify wakes every Wait. The caller holds mu.
 func (c *core) notify() {
 	close(c.changed)
 	c.changed = make(chan struct{})

@@ -83,7 +83,10 @@ func (q *Queue[T]) decodeDead(it storage.Iter, d *DeadLetter[T]) error {
 // values are copied as stored, without decoding. A sequence number that is
 // not in the dead-letter queue is an error matching tipkv.ErrNotFound, one
 // that another Requeue or Discard is moving now matches tipkv.ErrConflict,
-// and then nothing is moved.
+// and then nothing is moved. On a shared engine the write requires each
+// dead letter to be as read: of two processes moving one, only one
+// commits, and the other (reading again) finds it gone. The new numbers
+// are assigned as Enqueue assigns them there.
 func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 	c := q.c
 	err := c.withDead(w, seqs, func(tx *storage.Tx, vals [][]byte) error {
@@ -95,14 +98,25 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			}
 			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued}), payload...)
 		}
-		b, err := c.alloc(len(items))
-		if err != nil {
-			return err
+		var first int64
+		if c.sm != nil {
+			start, err := c.allocShared(tx, len(items))
+			if err != nil {
+				return err
+			}
+			tx.OnCommit(c.notifyLocal)
+			first = start
+		} else {
+			b, err := c.alloc(len(items))
+			if err != nil {
+				return err
+			}
+			tx.OnCommit(func() { c.resolve(b, true) })
+			tx.OnAbort(func() { c.resolve(b, false) })
+			first = b.start
 		}
-		tx.OnCommit(func() { c.resolve(b, true) })
-		tx.OnAbort(func() { c.resolve(b, false) })
 		for i, v := range items {
-			if err := tx.Batch.Set(c.k.item(nil, b.start+int64(i)), v); err != nil {
+			if err := tx.Batch.Set(c.k.item(nil, first+int64(i)), v); err != nil {
 				return err
 			}
 		}
@@ -150,6 +164,13 @@ func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]by
 			}
 			if err != nil {
 				return fmt.Errorf("dead letter %d: %w", seq, err)
+			}
+			if c.sm != nil {
+				// Another process may move it too: only one of the two
+				// commits (the other reads again and finds it gone).
+				if err := tx.Batch.Require(storage.Equals(c.k.dead(nil, seq), v)); err != nil {
+					return err
+				}
 			}
 			vals[i] = v
 		}

@@ -11,6 +11,36 @@
 // head: every read starts at the head it tracks and stops at an upper
 // bound, so no read ever walks deleted data.
 //
+// A queue runs on an exclusive engine (Pebble: one process owns the store)
+// or on a shared one (etcd, PostgreSQL: several processes write the same
+// queue). Its API and its promises to a consumer are the same on both;
+// how it keeps them differs, and so do a few costs. Where a method's doc
+// says "on Pebble" and "on a shared engine", this is why:
+//
+//	                      Pebble (exclusive)                shared engine (Caps.Shared)
+//	sequence numbers      taken at the call, from memory;   taken at commit: the enqueue
+//	                      a watermark hides a message       requires the state key to hold
+//	                      until every lower number has      the tail it read; commit order
+//	                      committed or failed; an aborted   is number order, no gaps
+//	                      enqueue leaves a gap
+//	leases                in memory: a restart ends them    in the item (tag 0x04): they
+//	                                                        outlive a restart, held by nobody
+//	a lapsed lease        redelivered when it ends          taken over Caps.ClockSkew after
+//	                                                        it ends, by the taker's clock
+//	Release, Extend       memory only (a delay is written)  one conditioned write each
+//	Update's function     runs once                         may run again when another
+//	(Enqueue in a Batch)                                    process enqueued first
+//	Len, Stats            memory                            the store: O(live messages)
+//	Wait                  an in-process notification        the engine's watch, or a poll
+//	                                                        every Caps.PollInterval
+//	Open                  reads the state key, walks the    reads nothing
+//	                      live messages once
+//
+// On a shared engine the store is the truth and memory a hint: every write
+// that depends on a read requires, at commit, that what it read is still
+// there (see "Shared engines" below), and a write that lost a race to
+// another process reads again.
+//
 // # Delivery
 //
 // Receive leases messages (at least once): Ack deletes them, Release or an
@@ -37,13 +67,15 @@
 //		}
 //	}
 //
-// Consumers see a message only once the commit that wrote it has returned
-// (after its WAL sync, unless the DB is NoSync): Pebble shows a write to
-// readers before the sync, and a consumer must not act on a message that a
-// crash can still erase. Concurrent enqueues may commit out of sequence
-// order; the queue keeps a watermark below which every enqueue has
-// committed or failed, and reads stop there, so a consumer never skips a
-// message that commits after a later one.
+// On Pebble, consumers see a message only once the commit that wrote it
+// has returned (after its WAL sync, unless the DB is NoSync): Pebble shows
+// a write to readers before the sync, and a consumer must not act on a
+// message that a crash can still erase. Concurrent enqueues may commit out
+// of sequence order; the queue keeps a watermark below which every enqueue
+// has committed or failed, and reads stop there, so a consumer never skips
+// a message that commits after a later one. On a shared engine a commit is
+// durable when it is visible, and numbers are assigned in commit order, so
+// neither is needed.
 //
 // # Time
 //
@@ -64,13 +96,18 @@
 //	dead letter  05 | name | asc(seq)   dead header | payload
 //
 //	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at
+//	             or 0x04 | uvarint attempts | varint enqueued | varint lease end
 //	dead header  0x02 | uvarint attempts | varint enqueued | varint died
 //	             or 0x03 | the stored bytes of an item whose header was corrupt
+//
+// Tag 0x04 marks a leased item; only shared engines write it (on Pebble a
+// lease lives in memory), and Pebble reads one as an item visible at its
+// lease's end.
 //
 // Times are Unix nanoseconds, 0 for none. The payload is the value codec's
 // encoding (msgpack by default). Sequence numbers start at 1.
 //
-// # Head, tail and crash consistency
+// # Head, tail and crash consistency (Pebble)
 //
 // Sequence numbers come from memory. Every batch that deletes messages
 // (Ack, Pop, a move to the dead-letter queue) also writes the state key:
@@ -119,10 +156,61 @@
 // tombstone: reads start at the head. Pebble's compactions drop the
 // tombstones and the data they cover in the background.
 //
-// # Leases in memory
+// # Leases in memory (Pebble)
 //
 // A DB belongs to one process, so who holds which lease is kept in memory,
 // shared by every handle of a queue. After a restart no lease exists:
 // every unacknowledged message is visible again, with its attempts counted
 // so far, and IDs from before the restart return ErrLeaseLost.
+//
+// # Shared engines
+//
+// Several processes write one queue; each keeps hints only, and every
+// write requires what it relies on:
+//
+//   - Enqueue (and Requeue) reads the state key and writes it with the
+//     tail moved past the new numbers, requiring it to hold what it read
+//     (or to be absent, for a new queue). Two enqueues that read the same
+//     tail cannot both commit; the loser reads again (inside an Update,
+//     its function runs again). Numbers are dense and in commit order.
+//   - Receive writes each message it delivers as a leased item (its
+//     attempts one higher, the lease's end in its header), Pop deletes it,
+//     a move to the dead letters does both, each requiring the item to
+//     hold the bytes read. Two processes never deliver one message within
+//     a lease: the loser reads again (at once, up to 100 times).
+//   - Ack, Release, Retry and Extend require the item to hold the bytes
+//     this process last wrote. Another process that took the message over
+//     counted an attempt, so the bytes differ: ErrLeaseLost. After a write
+//     whose outcome is unknown, the next one reads the item first.
+//   - A lease is taken over only Caps.ClockSkew after it ended by the
+//     taker's clock: processes whose clocks disagree by less than that
+//     never deliver one message within a lease. Delays (EnqueueAt, Release
+//     and Retry with a delay) end when they end, without the margin.
+//   - Acks do not write the state key (every ack would then conflict with
+//     every enqueue). Its head is a lower bound that each process raises
+//     in memory as its reads find the first live message (every number
+//     below it was written, numbers being assigned in commit order, and a
+//     consumed number never comes back); enqueues write the highest head
+//     their process knows, and a consumer that runs 1,024 past the stored
+//     head writes it alone, as a hint that may fail. A message that stays
+//     leased holds the head; each process remembers the runs of 64 or more
+//     consumed numbers behind it that its reads have passed, and later
+//     reads seek over them instead of walking them.
+//   - Reads start at the process's head and read the live messages from
+//     there: Receive and Peek as far as they must, Len and Stats all of
+//     them, so their cost grows with the messages leased or delayed ahead
+//     of the first visible one (and, for Len and Stats, with the queue).
+//   - A message's bytes travel twice in the batch that leases it (as the
+//     condition and as the new value), so an enqueue refuses a value over
+//     half of Caps.MaxBatchBytes (less a margin), and Receive and Pop take
+//     no more messages than one batch holds (Caps.MaxBatchOps: 128 on
+//     etcd by default). Ack adds a condition per message: acknowledge in
+//     groups that fit.
+//   - Wait watches the queue's state key (every enqueue writes it) and its
+//     items (Release and Retry write those) where the engine can watch,
+//     and otherwise reads again every Caps.PollInterval; on PostgreSQL
+//     only the state family notifies by default, so a Release by another
+//     process wakes a Wait within the poll interval. No write marks a lease
+//     that lapses: Wait sets a timer for the earliest lease end (plus
+//     ClockSkew) or delay it has read.
 package queue

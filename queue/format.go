@@ -64,6 +64,7 @@ const (
 	itemFormat    = queuefmt.ItemFormat
 	deadFormat    = queuefmt.DeadFormat
 	deadRawFormat = queuefmt.DeadRawFormat
+	leasedFormat  = queuefmt.LeasedFormat
 )
 
 // header precedes the payload of items and dead letters. attempts counts
@@ -83,6 +84,12 @@ func appendHeader(dst []byte, tag byte, h header) []byte {
 // payload aliases v.
 func parseHeader(v []byte, tag byte) (header, []byte, error) {
 	h, rest, err := queuefmt.ParseHeader(v, tag)
+	if err != nil && tag == itemFormat && len(v) > 0 && v[0] == leasedFormat {
+		// An item leased on a shared engine: on an exclusive one, no
+		// other process holds the lease, and it ends at at as a delay
+		// would.
+		h, rest, err = queuefmt.ParseHeader(v, leasedFormat)
+	}
 	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At}, rest, err
 }
 

@@ -10,9 +10,9 @@ import (
 
 // ID names one delivery of a message: its sequence number and the lease
 // Receive gave it. Pass it back to Ack, Release, Retry or Extend. An ID is
-// valid in the process that received it, for as long as the lease holds
-// (and after, until the message is delivered again); it never names a
-// later delivery.
+// valid in the process that received it (the DB handle, on a shared
+// engine), for as long as the lease holds (and after, until the message is
+// delivered again); it never names a later delivery.
 //
 // The zero ID names no lease: messages from Peek and Pop carry it.
 type ID struct {

@@ -36,7 +36,8 @@ func Names(db *tipkv.DB) iter.Seq2[string, error] {
 		}()
 		for _, f := range []codec.Family{codec.FamilyQueueItems, codec.FamilyQueueState, codec.FamilyDeadLetters} {
 			lo := codec.AppendFamily(nil, f)
-			it, err := store.NewIter(lo, codec.PrefixEnd(lo))
+			// A skip-scan: every seek wants one key.
+			it, err := storage.NewIterN(store, lo, codec.PrefixEnd(lo), 1)
 			if err != nil {
 				yield("", fmt.Errorf("queue names: %w", err))
 				return

@@ -28,7 +28,9 @@ const DefaultMaxAttempts = 10
 // defaults.
 type Options[T any] struct {
 	// Codec encodes message values. Every handle of one queue must use
-	// the same codec. The default is codec.Msgpack[T].
+	// the same codec. The default is codec.Msgpack[T], naming struct
+	// fields as the store does (codec.Msgpack[T]{IgnoreJSONTags: true} on
+	// a store created at format 1, before json tags were honoured).
 	Codec codec.Value[T]
 
 	// MaxAttempts is how many times a message may be delivered (by
@@ -55,13 +57,15 @@ type Queue[T any] struct {
 	c           *core
 	codec       codec.Value[T]
 	maxAttempts int
+	maxValue    int // MaxValueSize, or less on a shared engine with small batches
 	backoff     func(attempts int) time.Duration
 }
 
 // Open returns a handle on the queue called name in db, creating nothing
-// on disk until the first Enqueue. The first Open of a queue in a DB loads
-// its state: one read of its state key and one walk over its live
-// messages, from the head to the end (about 0.1 us per message).
+// on disk until the first Enqueue. On Pebble, the first Open of a queue in
+// a DB loads its state: one read of its state key and one walk over its
+// live messages, from the head to the end (about 0.1 us per message). On a
+// shared engine it reads nothing.
 func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error) {
 	if name == "" {
 		return nil, fmt.Errorf("%w: queue: empty name", tipkv.ErrInvalid)
@@ -69,7 +73,7 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if len(name) > MaxNameSize {
 		return nil, fmt.Errorf("%w: queue %.32q...: name is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, name, len(name), MaxNameSize)
 	}
-	q := &Queue[T]{codec: codec.Msgpack[T]{}, maxAttempts: DefaultMaxAttempts, backoff: DefaultBackoff}
+	q := &Queue[T]{maxAttempts: DefaultMaxAttempts, maxValue: MaxValueSize, backoff: DefaultBackoff}
 	if opts != nil {
 		if opts.Codec != nil {
 			q.codec = opts.Codec
@@ -88,6 +92,12 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if err != nil {
 		return nil, err
 	}
+	if q.codec == nil {
+		q.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
+	}
+	if c.sm != nil {
+		q.maxValue = c.sm.maxValue
+	}
 	q.c = c
 	return q, nil
 }
@@ -97,14 +107,23 @@ func (q *Queue[T]) Name() string { return q.c.name }
 
 // Enqueue appends items to the queue, in order, through w: a *tipkv.DB
 // commits them at once, a *tipkv.Batch commits them with the rest of its
-// Update (the transactional outbox). Sequence numbers come from memory;
-// Enqueue reads nothing and never waits for other writers. The items
-// become visible to Receive, Peek, Pop and Wait once the commit has
-// returned and every earlier-numbered enqueue has committed or failed.
+// Update (the transactional outbox).
 //
-// An item whose encoding is over MaxValueSize is refused with
-// tipkv.ErrInvalid; then none of items is written. Enqueue with no items
-// does nothing.
+// On Pebble, sequence numbers come from memory: Enqueue reads nothing and
+// never waits for other writers, and the items become visible to Receive,
+// Peek, Pop and Wait once the commit has returned and every
+// earlier-numbered enqueue has committed or failed. On a shared engine
+// the numbers are assigned at commit: Enqueue reads the queue's state key
+// and requires it unchanged when the batch commits. If another process
+// enqueued first, an Enqueue on a *tipkv.DB reads again and retries at
+// once; inside an Update, the Update's function runs again (see
+// tipkv.DB.Update), so keep it free of other side effects. The items are
+// visible once the commit is.
+//
+// An item whose encoding is over MaxValueSize (on a shared engine, over
+// half of what one batch of the engine holds, less a margin: a delivery
+// writes a message twice) is refused with tipkv.ErrInvalid; then none of
+// items is written. Enqueue with no items does nothing.
 func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 	return q.enqueue(w, time.Time{}, items)
 }
@@ -157,29 +176,44 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, items []T) error {
 		if buf, err = q.codec.Append(buf, v); err != nil {
 			return fmt.Errorf("queue %q: enqueue item %d: %w", q.c.name, i, err)
 		}
-		if n := len(buf) - payload; n > MaxValueSize {
-			return fmt.Errorf("%w: queue %q: enqueue item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, q.c.name, i, n, MaxValueSize)
+		if n := len(buf) - payload; n > q.maxValue {
+			return fmt.Errorf("%w: queue %q: enqueue item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, q.c.name, i, n, q.maxValue)
 		}
 		ends = append(ends, len(buf))
 	}
 	eb.buf, eb.ends = buf, ends
-	err = link.Write(w, func(tx *storage.Tx) error {
+	write := link.Write
+	if q.c.sm != nil {
+		write = q.c.writeAny
+	}
+	err = write(w, func(tx *storage.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}
-		b, err := q.c.alloc(len(items))
-		if err != nil {
-			return err
-		}
-		tx.OnCommit(func() { q.c.resolve(b, true) })
-		tx.OnAbort(func() { q.c.resolve(b, false) })
-		if enqueueWritesState {
-			q.c.writeState(tx, nil)
+		var first int64
+		if q.c.sm != nil {
+			start, err := q.c.allocShared(tx, len(items))
+			if err != nil {
+				return err
+			}
+			tx.OnCommit(q.c.notifyLocal)
+			first = start
+		} else {
+			b, err := q.c.alloc(len(items))
+			if err != nil {
+				return err
+			}
+			tx.OnCommit(func() { q.c.resolve(b, true) })
+			tx.OnAbort(func() { q.c.resolve(b, false) })
+			if enqueueWritesState {
+				q.c.writeState(tx, nil)
+			}
+			first = b.start
 		}
 		key := make([]byte, 0, len(q.c.k.itemPrefix)+codec.NumberSize)
 		start := 0
 		for i, end := range ends {
-			key = q.c.k.item(key[:0], b.start+int64(i))
+			key = q.c.k.item(key[:0], first+int64(i))
 			if err := tx.Batch.Set(key, buf[start:end]); err != nil {
 				return err
 			}
@@ -224,7 +258,11 @@ func (c *core) owns(tx *storage.Tx) error {
 
 // Len returns the number of messages in the queue: visible, leased and
 // delayed ones, everything enqueued and committed that is not yet
-// acknowledged, popped or dead-lettered. It reads only memory.
+// acknowledged, popped or dead-lettered.
+//
+// On Pebble it reads only memory. On a shared engine it reads the store,
+// as Stats does, and returns 0 if the read fails (ReadStats returns the
+// error).
 func (q *Queue[T]) Len() int { return q.Stats().Len }
 
 // Stats describes a queue at one moment.
@@ -236,17 +274,40 @@ type Stats struct {
 	Tail int64
 	// Len is the number of messages in the queue, as Len returns it.
 	Len int
-	// Leased is the number of messages leased to consumers now.
+	// Leased is the number of messages leased to consumers now (on a
+	// shared engine: to any process, until ClockSkew after the lease
+	// ends).
 	Leased int
 	// Delayed is the number of messages known to be invisible until a
 	// later time (released with a delay, or enqueued with EnqueueAt and
-	// reached by a read).
+	// reached by a read; on a shared engine every such message).
 	Delayed int
 }
 
-// Stats returns the queue's counters. It reads only memory.
+// Stats returns the queue's counters.
+//
+// On Pebble it reads only memory. On a shared engine (etcd, SQL) it reads
+// the store: the queue-state key and every live message, from the head to
+// the tail (one range read, of about n/page-size round trips for n
+// messages), so it costs in proportion to the queue's length; if the read
+// fails it returns the zero Stats (ReadStats returns the error).
 func (q *Queue[T]) Stats() Stats {
+	st, _ := q.ReadStats()
+	return st
+}
+
+// ReadStats is Stats with the error of its read: on a shared engine, an
+// error of the store; on Pebble, tipkv.ErrClosed once the DB closed (with
+// the counters as they were).
+func (q *Queue[T]) ReadStats() (Stats, error) {
 	c := q.c
+	if c.sm != nil {
+		st, err := c.statsShared()
+		if err != nil {
+			return Stats{}, fmt.Errorf("queue %q: stats: %w", c.name, err)
+		}
+		return st, nil
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := len(c.pending) + c.fresh
@@ -255,5 +316,9 @@ func (q *Queue[T]) Stats() Stats {
 			n += int(b.n)
 		}
 	}
-	return Stats{Head: c.head(), Tail: c.next, Len: n, Leased: c.nleased, Delayed: c.nwaiting}
+	st := Stats{Head: c.head(), Tail: c.next, Len: n, Leased: c.nleased, Delayed: c.nwaiting}
+	if c.closed {
+		return st, fmt.Errorf("queue %q: stats: %w", c.name, tipkv.ErrClosed)
+	}
+	return st, nil
 }

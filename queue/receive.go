@@ -41,10 +41,21 @@ type Message[T any] struct {
 // again, with Attempts one higher: delivery is at least once.
 //
 // Receive counts the delivery durably before it returns (one write, synced
-// unless the DB is NoSync), so MaxAttempts holds across crashes. A message
-// delivered MaxAttempts times already moves to the dead-letter queue in
-// that write instead of being returned. It returns no messages and no
-// error when nothing is visible; see Wait.
+// unless the DB is NoSync), so MaxAttempts holds across crashes and, on a
+// shared engine, across processes. A message delivered MaxAttempts times
+// already moves to the dead-letter queue in that write instead of being
+// returned. It returns no messages and no error when nothing is visible;
+// see Wait.
+//
+// On Pebble the lease lives in memory and a restart ends it. On a shared
+// engine the write also stores the lease's end in the message, for the
+// other processes to see: it outlives a restart (held by nobody, the
+// message comes back when it ends), and a lapsed lease is taken over only
+// Caps.ClockSkew after it ended. The write requires each message to hold
+// what Receive read: if another process delivered one of them first,
+// Receive reads again, at once (after 100 such losses in a row it fails
+// with an error matching tipkv.ErrConflict). It takes at most as many
+// messages as one batch of the engine holds.
 //
 // A message whose stored value does not decode also moves to the
 // dead-letter queue; Receive then returns the other messages together with
@@ -64,7 +75,8 @@ func (q *Queue[T]) Receive(max int, lease time.Duration) ([]Message[T], error) {
 // in one write: delivery at most once. A crash after Pop returns loses the
 // messages if the caller has not acted on them. Messages delivered
 // MaxAttempts times already move to the dead-letter queue instead, as in
-// Receive.
+// Receive. On a shared engine the write requires each message to hold what
+// Pop read, so no two processes pop one message; the loser reads again.
 func (q *Queue[T]) Pop(max int) ([]Message[T], error) {
 	if max < 1 {
 		return nil, fmt.Errorf("%w: queue %q: pop %d messages: want max >= 1", tipkv.ErrInvalid, q.c.name, max)
@@ -77,6 +89,9 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	op := "receive"
 	if pop {
 		op = "pop"
+	}
+	if c.sm != nil {
+		return q.deliverShared(max, lease, pop, op)
 	}
 	now, err := c.now()
 	if err == nil && !pop {
@@ -142,6 +157,9 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 	now, err := c.now()
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
+	}
+	if c.sm != nil {
+		return q.peekShared(max, now)
 	}
 	ts, err := c.peek(max, now)
 	if err != nil {
@@ -243,7 +261,9 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 	if n == limit || c.cursor >= c.watermark {
 		return out, nil
 	}
-	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	// The engine may fetch the keys wanted in one go (a hint: delayed
+	// and dead messages make the read go on past it).
+	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-n)
 	if err != nil {
 		return fail(err)
 	}
@@ -432,7 +452,7 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 	if len(out) == limit || c.cursor >= c.watermark {
 		return out, nil
 	}
-	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-len(out))
 	if err != nil {
 		return nil, err
 	}

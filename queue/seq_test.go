@@ -11,7 +11,6 @@ import (
 	"github.com/tipkv/tipkv/internal/queuefmt"
 	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/tipkv/tipkv/internal/testutil"
-	"github.com/tipkv/tipkv/queue"
 )
 
 // storedState reads queue name's state key.
@@ -24,47 +23,6 @@ func storedState(t *testing.T, db *tipkv.DB, name string) queuefmt.State {
 	st, err := queuefmt.ParseState(v)
 	require.NoError(t, err)
 	return st
-}
-
-// An Ack inside an Update that commits after a later Pop must not write a
-// stale tail: after a restart, a new message gets a sequence number above
-// every one delivered before (issue 16: it got 6 though 2-10 had been
-// delivered, and a consumer that deduplicates by Seq dropped it).
-func TestSeqNotReusedAfterLateAck(t *testing.T) {
-	db, dir := testutil.OpenDir(t, nil)
-	q := openQ[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2, 3, 4, 5))
-	first, err := q.Receive(1, time.Hour)
-	require.NoError(t, err)
-
-	inside, release := make(chan struct{}), make(chan struct{})
-	done := make(chan error)
-	go func() {
-		done <- db.Update(func(b *tipkv.Batch) error {
-			if err := q.Ack(b, first[0].ID); err != nil {
-				return err
-			}
-			close(inside)
-			<-release
-			return nil
-		})
-	}()
-	<-inside
-	require.NoError(t, q.Enqueue(db, 6, 7, 8, 9, 10))
-	popped, err := q.Pop(100)
-	require.NoError(t, err)
-	require.Equal(t, []int{2, 3, 4, 5, 6, 7, 8, 9, 10}, values(popped))
-	close(release) // the Ack commits last
-	require.NoError(t, <-done)
-	require.Equal(t, queuefmt.State{Head: 11, Tail: 11}, storedState(t, db, "q"))
-
-	db = reopen(t, db, dir)
-	q = openQ[int](t, db, "q", nil)
-	require.Equal(t, queue.Stats{Head: 11, Tail: 11}, q.Stats())
-	require.NoError(t, q.Enqueue(db, 11))
-	ms, err := q.Pop(1)
-	require.NoError(t, err)
-	require.Equal(t, int64(11), ms[0].Seq, "above every sequence number delivered before the restart")
 }
 
 // The stored head never moves back, even when a batch computes its state

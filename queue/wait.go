@@ -7,6 +7,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Wait blocks until a message is visible, then returns nil; Receive may
@@ -14,11 +15,21 @@ import (
 // when ctx ends first, and an error matching tipkv.ErrClosed when the DB
 // closes. ReceiveWait does both in one call.
 //
-// Wait does not poll. It sleeps on an in-process notification that commits
-// fire once they have returned (enqueues in this process, releases, failed
-// writes that make messages visible again), and on a timer set to the
-// earliest moment a lease or a delay ends. A DB belongs to one process, so
-// every enqueue comes through this notification.
+// On Pebble, Wait does not poll. It sleeps on an in-process notification
+// that commits fire once they have returned (enqueues in this process,
+// releases, failed writes that make messages visible again), and on a
+// timer set to the earliest moment a lease or a delay ends. A DB belongs
+// to one process, so every enqueue comes through this notification.
+//
+// On a shared engine, Wait reads the queue from its head and sleeps until
+// the engine reports a change to the queue's state key (every enqueue
+// writes it) or to its messages (Release and Retry write those), or a
+// timer for the earliest lease end (plus Caps.ClockSkew) or delay it read
+// fires; then it reads again. An engine that cannot watch is read again
+// every Caps.PollInterval (1s if unset): a Wait there returns up to that
+// long after the message became visible. On PostgreSQL (sqlkv) only the
+// queue-state family notifies by default, so an enqueue wakes a Wait at
+// once and a Release by another process within the poll interval.
 //
 // Visibility follows the DB's clock (tipkv.Options.Clock), but the timer
 // runs on the wall clock: it sleeps for as long as the DB's clock says is
@@ -28,6 +39,9 @@ import (
 // clock where it was, each sleep is twice the last, up to a second.)
 func (q *Queue[T]) Wait(ctx context.Context) error {
 	c := q.c
+	if c.sm != nil {
+		return c.waitShared(ctx)
+	}
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -148,7 +162,7 @@ func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 // at now. Delayed messages it passes on the way are set aside as waiting,
 // so that the next call does not read them again.
 func (c *core) freshVisible(now time.Time) (bool, error) {
-	it, err := c.store.NewIter(c.k.item(nil, c.cursor), c.k.item(nil, c.watermark))
+	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), 1) // usually the first answers
 	if err != nil {
 		return false, err
 	}

@@ -246,6 +246,9 @@ func (ck *checker) visit(f Family, k, v []byte) {
 			}
 		}
 		_, payload, err := queuefmt.ParseHeader(v, tag)
+		if f.ID == 0x02 {
+			_, _, payload, err = queuefmt.ParseItem(v) // leased (on a shared engine) or not
+		}
 		if err != nil {
 			ck.add("value", k, "queue value: %v", err)
 			return

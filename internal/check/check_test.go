@@ -48,7 +48,7 @@ func store(t *testing.T) (storage.Store, func(kv ...[]byte)) {
 	set(vkey("c", "a", 1), []byte{0x01}, vkey("c", "a", 2), []byte{0x02}, vkey("c", "a", 3), []byte{docfmt.DeleteMarker},
 		vkey("c", "b", 7), []byte{0xc0}, // pruned below 7: fine
 		codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 5), []byte(`{"x":1}`),
-		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), item(),
+		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{At: 1}), 0x01), // leased on a shared engine
 		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5}),
 		qkey(0x05, "q", 2), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 0x01))
 	return s, set

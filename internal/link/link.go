@@ -15,6 +15,11 @@ var (
 	// Write runs f with the Tx of a tipkv.Writer: a *tipkv.DB commits a new
 	// Tx alone after f returns, a *tipkv.Batch passes its own Tx.
 	Write func(w any, f func(*storage.Tx) error) error
+	// WriteOnce is Write, except that a *tipkv.DB commits f's Tx once and
+	// returns a failed condition (storage.ErrConditionFailed) instead of
+	// running f again after a pause: for a package that retries in its
+	// own way (a queue consumer that lost a race reads again at once).
+	WriteOnce func(w any, f func(*storage.Tx) error) error
 	// Services returns the per-DB registry where packages keep in-memory
 	// state (version caches, queue watermarks) shared by every handle of
 	// one DB.

@@ -5,12 +5,19 @@
 // panic.
 //
 //	item         02 | name | asc(seq)   0x01 | uvarint attempts | varint enqueued | varint at | payload
+//	leased item  02 | name | asc(seq)   0x04 | the same fields | payload
 //	dead letter  05 | name | asc(seq)   0x02 | the same fields | payload
 //	                                    or 0x03 | the stored bytes of an item whose header was corrupt
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //
 // Times are Unix nanoseconds, 0 for none. For an item, at is when it becomes
-// visible (0: at once); for a dead letter, when it was moved there.
+// visible (0: at once); for a leased item, when its lease ends; for a dead
+// letter, when it was moved there.
+//
+// Leased items are written only on shared engines (Caps.Shared), where a
+// lease must live in the store for the other processes to see it; on an
+// exclusive engine leases live in memory and every item has tag 0x01. A
+// reader that predates tag 0x04 takes such an item for corrupt.
 package queuefmt
 
 import (
@@ -26,6 +33,7 @@ const (
 	ItemFormat    = 0x01 // a message in the queue
 	DeadFormat    = 0x02 // a message in the dead-letter queue
 	DeadRawFormat = 0x03 // tag | the bytes of a queue item whose header was corrupt
+	LeasedFormat  = 0x04 // a message in the queue, leased until at (shared engines)
 	StateFormat   = 0x01 // the queue-state key
 )
 
@@ -75,6 +83,18 @@ func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 	}
 	h.Attempts, h.Enqueued, h.At = int(a), e, at
 	return h, rest[n:], nil
+}
+
+// ParseItem splits a stored queue item, leased (LeasedFormat) or not
+// (ItemFormat), into its header and payload, and says which it is. The
+// payload aliases v.
+func ParseItem(v []byte) (h Header, leased bool, payload []byte, err error) {
+	if len(v) > 0 && v[0] == LeasedFormat {
+		h, payload, err = ParseHeader(v, LeasedFormat)
+		return h, true, payload, err
+	}
+	h, payload, err = ParseHeader(v, ItemFormat)
+	return h, false, payload, err
 }
 
 // State is what the queue-state key holds: every sequence number below Head

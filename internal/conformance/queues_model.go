@@ -1,4 +1,4 @@
-package tipkv_test
+package conformance
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 	"github.com/tipkv/tipkv/queue"
 )
 
-var queueModelSeed = flag.Uint64("model.seed", 0, "replay one TestQueueModel seed")
+var queueModelSeed = flag.Uint64("queue.model.seed", 0, "replay one queue model seed (conformance)")
 
 // qmsg is a message in the queue model.
 type qmsg struct {
@@ -23,7 +23,7 @@ type qmsg struct {
 	value    int64
 	attempts int
 	leased   bool
-	id       queue.ID  // the lease, while leased
+	id       queue.ID  // the lease, while leased by this process (zero: leased by a process that has gone)
 	until    time.Time // leased: when the lease ends; otherwise when it becomes visible (zero: now)
 }
 
@@ -34,12 +34,13 @@ type queueModel struct {
 	dead        []qmsg
 	maxAttempts int
 	now         func() time.Time
+	lapse       time.Duration // how long after a lease ends it may be taken over
 }
 
-// expire ends the leases that have ended by now.
+// expire ends the leases that another Receive may take over by now.
 func (m *queueModel) expire() {
 	for _, x := range m.live {
-		if x.leased && !x.until.After(m.now()) {
+		if x.leased && !x.until.Add(m.lapse).After(m.now()) {
 			x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
 		}
 	}
@@ -82,38 +83,49 @@ func (m *queueModel) remove(seq int64) {
 	m.live = slices.DeleteFunc(m.live, func(x *qmsg) bool { return x.seq == seq })
 }
 
-// TestQueueModel runs long random sequences of queue operations (enqueue
+// held returns the messages whose lease this process holds now.
+func (m *queueModel) held() []*qmsg {
+	m.expire()
+	var out []*qmsg
+	for _, x := range m.live {
+		if x.leased && !x.id.IsZero() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// testQueueModel runs long random sequences of queue operations (enqueue
 // alone and in Updates that fail, receive, ack, release, retry, pop,
 // requeue of dead letters, an ack in an Update that commits after a later
 // pop, leases ending as an injected clock moves, restarts) against a queue
 // and an in-memory model, and compares Len, Peek and the dead letters
-// after every step, and the tail after every restart. Replay a failure
-// with -model.seed.
-func TestQueueModel(t *testing.T) {
+// after every step, and the tail after every restart. Leases live in
+// memory on Pebble (a restart ends them) and in the store on a shared
+// engine (a restart keeps them, held by nobody). Replay a failure with
+// -queue.model.seed.
+func testQueueModel(t *testing.T, b Backend) {
 	seeds := []uint64{*queueModelSeed}
 	if seeds[0] == 0 {
 		seeds = []uint64{rand.Uint64(), rand.Uint64(), rand.Uint64()}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("replay: go test -run TestQueueModel -model.seed %d", seed)
-			runQueueModel(t, seed, 1500)
+			t.Logf("replay: go test -run 'TestConformance.*/Queues/Model' -queue.model.seed %d", seed)
+			runQueueModel(t, b, seed, b.N(1500))
 		})
 	}
 }
 
-func runQueueModel(t *testing.T, seed uint64, steps int) {
+func runQueueModel(t *testing.T, b Backend, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 3))
-	dir := t.TempDir()
-	clock := &modelClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := newQClock()
 	opts := &tipkv.Options{NoSync: true, Clock: clock.Now}
-	db, err := tipkv.Open(dir, opts)
-	require.NoError(t, err)
-	defer func() { _ = db.Close() }()
+	db := b.Open(t, opts)
+	caps := Caps(t, db)
 	qopts := &queue.Options[int64]{MaxAttempts: 3}
-	q, err := queue.Open[int64](db, "model", qopts)
-	require.NoError(t, err)
-	m := &queueModel{maxAttempts: 3, now: clock.Now}
+	q := qOpen(t, db, "model", qopts)
+	m := &queueModel{maxAttempts: 3, now: clock.Now, lapse: qLapse(t, db)}
 	leases := []time.Duration{time.Minute, time.Hour}
 	nextSeq, nextVal := int64(-1), int64(0) // the first enqueue tells the seq base
 
@@ -140,14 +152,20 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 		}
 	}
 	restart := func(step int) {
-		require.NoError(t, db.Close())
-		db, err = tipkv.Open(dir, opts)
-		require.NoError(t, err)
+		if b.Reopen == nil {
+			return
+		}
+		db = b.Reopen(t, db, opts)
+		var err error
 		q, err = queue.Open[int64](db, "model", qopts)
 		require.NoError(t, err)
-		for _, x := range m.live { // leases live in memory: gone
+		for _, x := range m.live {
 			if x.leased {
-				x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
+				if caps.Shared {
+					x.id = queue.ID{} // in the store, held by the process that went
+				} else {
+					x.leased, x.id, x.until = false, queue.ID{}, time.Time{} // in memory: gone
+				}
 			}
 		}
 		if nextSeq >= 0 {
@@ -171,8 +189,9 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 				return boom
 			})
 			require.ErrorIs(t, err, boom)
-			// The values are skipped; sequence numbers may be too, which the
-			// model cannot know: resynchronise nextSeq at the next enqueue.
+			// The values are skipped; sequence numbers may be too (on
+			// Pebble), which the model does not know: resynchronise
+			// nextSeq at the next enqueue.
 			nextSeq = -1
 		case r < 45:
 			n := 1 + rng.IntN(4)
@@ -194,15 +213,12 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			clock.Advance(d)
 		case r < 51:
 			op = "retry"
-			m.expire()
-			for _, x := range m.live {
-				if x.leased {
-					require.NoError(t, q.Retry(x.id), "step %d: retry", step)
-					x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
-					if x.attempts < m.maxAttempts {
-						x.until = clock.Now().Add(queue.DefaultBackoff(x.attempts))
-					}
-					break
+			if h := m.held(); len(h) > 0 {
+				x := h[0]
+				require.NoError(t, q.Retry(x.id), "step %d: retry", step)
+				x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
+				if x.attempts < m.maxAttempts {
+					x.until = clock.Now().Add(queue.DefaultBackoff(x.attempts))
 				}
 			}
 		case r < 54:
@@ -211,19 +227,19 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 				n = 1 << 20 // everything visible, the new messages too
 			}
 			op = fmt.Sprintf("ack in an Update that commits after an enqueue %d and a pop %d", k, n)
-			m.expire()
 			var ids []queue.ID
-			for _, x := range m.live {
-				if x.leased && rng.IntN(2) == 0 {
+			for _, x := range m.held() {
+				if rng.IntN(2) == 0 {
 					ids = append(ids, x.id)
 				}
 			}
 			inside, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
 			done := make(chan error)
 			go func() {
 				done <- db.Update(func(b *tipkv.Batch) error {
 					err := q.Ack(b, ids...)
-					close(inside)
+					once.Do(func() { close(inside) })
 					<-release
 					return err
 				})
@@ -234,6 +250,14 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			}
 			got, err := q.Pop(n)
 			require.NoError(t, err)
+			for n == 1<<20 && caps.MaxBatchOps > 0 { // one batch of the engine holds less
+				more, err := q.Pop(20)
+				require.NoError(t, err)
+				if len(more) == 0 {
+					break
+				}
+				got = append(got, more...)
+			}
 			want := m.deliver(n) // the acked messages are still leased
 			require.Len(t, got, len(want), "step %d: %s", step, op)
 			for i, g := range got {
@@ -251,10 +275,9 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			}
 		case r < 65:
 			op = "ack"
-			m.expire()
 			var ids []queue.ID
-			for _, x := range m.live {
-				if x.leased && rng.IntN(2) == 0 {
+			for _, x := range m.held() {
+				if rng.IntN(2) == 0 {
 					ids = append(ids, x.id)
 				}
 			}
@@ -267,13 +290,9 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 			}
 		case r < 72:
 			op = "release"
-			m.expire()
-			for _, x := range m.live {
-				if x.leased {
-					require.NoError(t, q.Release(x.id, 0))
-					x.leased, x.id, x.until = false, queue.ID{}, time.Time{}
-					break
-				}
+			if h := m.held(); len(h) > 0 {
+				require.NoError(t, q.Release(h[0].id, 0))
+				h[0].leased, h[0].id, h[0].until = false, queue.ID{}, time.Time{}
 			}
 		case r < 80:
 			n := 1 + rng.IntN(3)
@@ -309,6 +328,7 @@ func runQueueModel(t *testing.T, seed uint64, steps int) {
 		}
 		compareQueue(t, step, op, q, m)
 	}
+	Healthy(t, db)
 }
 
 func compareQueue(t *testing.T, step int, op string, q *queue.Queue[int64], m *queueModel) {
@@ -333,22 +353,4 @@ func compareQueue(t *testing.T, step int, op string, q *queue.Queue[int64], m *q
 		wantDead = append(wantDead, d.value)
 	}
 	require.Equal(t, wantDead, dead, "step %d after %s: dead letters", step, op)
-}
-
-// modelClock is an Options.Clock that moves only when the model moves it.
-type modelClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *modelClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *modelClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

@@ -1,0 +1,396 @@
+package queue
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Deliveries and lease writes on a shared engine (see shared.go).
+
+// picked is a stored item chosen by pick, on its way to its consumer or
+// to the dead-letter queue.
+type picked struct {
+	seq     int64
+	raw     []byte // the stored bytes (a copy), required at commit
+	hdr     header
+	payload []byte // aliases raw; nil when the header is corrupt
+	dead    bool   // moves to the dead-letter queue
+	bad     error  // why it is corrupt, if it is
+	newRaw  []byte // Receive: the leased item written
+}
+
+// errNothing ends a delivery's write when a scan finds nothing to deliver.
+var errNothing = errors.New("queue: nothing to deliver")
+
+// pick reads up to limit deliverable items of a shared queue, oldest
+// first, with the dead ones (delivered maxAttempts times, or corrupt) that
+// come before them, which do not count. An item is deliverable when it is
+// not leased and its delay has ended, or its lease ended ClockSkew ago.
+// Items this process is writing about are passed over. For Peek
+// (maxAttempts 0 and peek set), corrupt items come back with bad set and
+// nothing is dead. The items picked fit in one batch of the engine's
+// limits (at least one is picked, fit or not).
+func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*picked, error) {
+	if err := c.checkOpen(); err != nil {
+		return nil, err
+	}
+	nowNS := now.UnixNano()
+	var out []*picked
+	n, ops, size := 0, 0, 0
+	err := c.scan(limit, func(seq int64, v []byte) (bool, error) {
+		if c.skipHeld(seq, v) {
+			return true, nil
+		}
+		h, leased, payload, err := parseItem(v)
+		if err == nil && c.sm.visibleAt(h, leased) > nowNS {
+			return true, nil
+		}
+		p := &picked{seq: seq}
+		if err != nil {
+			p.dead, p.bad = !peek, c.corrupt(seq, err)
+		} else {
+			p.hdr, p.payload = h, payload
+			p.dead = maxAttempts > 0 && h.attempts >= maxAttempts
+		}
+		if !peek {
+			// What the delivery adds to its batch: the condition, the
+			// new value or the delete, and for a dead letter both.
+			keyLen := len(c.k.itemPrefix) + 8
+			needOps, needSize := 1, 2*(len(v)+keyLen)+64
+			if p.dead {
+				needOps, needSize = 2, 2*len(v)+3*keyLen+64
+			}
+			if len(out) > 0 && ((c.sm.maxOps > 0 && ops+needOps > c.sm.maxOps-2) || (c.sm.maxBytes > 0 && size+needSize > c.sm.maxBytes-batchSlack)) {
+				return false, nil
+			}
+			ops, size = ops+needOps, size+needSize
+		}
+		p.raw = bytes.Clone(v)
+		if p.payload != nil {
+			p.payload = p.raw[len(v)-len(p.payload):]
+		}
+		out = append(out, p)
+		if !p.dead {
+			n++
+		}
+		return n < limit, nil
+	})
+	return out, err
+}
+
+// skipHeld reports whether the item at seq is one this process is writing
+// about now. Seeing the item, it settles a lease in doubt (see held.alt),
+// and forgets a lease whose item another process has changed since.
+func (c *core) skipHeld(seq int64, v []byte) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.sm.held[seq]
+	switch {
+	case h == nil:
+		return false
+	case h.busy:
+		return true
+	case bytes.Equal(h.raw, v):
+		h.suspect, h.alt = false, nil
+	case h.suspect && h.alt != nil && bytes.Equal(h.alt, v):
+		h.raw, h.deadline = h.alt, h.altDeadline
+		h.suspect, h.alt = false, nil
+	default:
+		c.forget(h)
+	}
+	return false
+}
+
+// writePicked adds to tx what delivering ps does: each item required to
+// hold the bytes read, then leased until deadline (Receive), deleted
+// (Pop), or moved to the dead-letter queue dated now.
+func (c *core) writePicked(tx *storage.Tx, ps []*picked, now, deadline time.Time, pop bool) error {
+	b := tx.Batch
+	var gone []int64
+	for _, p := range ps {
+		key := c.k.item(nil, p.seq)
+		if err := b.Require(storage.Equals(key, p.raw)); err != nil {
+			return err
+		}
+		switch {
+		case p.dead:
+			var val []byte
+			if p.payload == nil { // keep the corrupt bytes as they were
+				val = append([]byte{deadRawFormat}, p.raw...)
+			} else {
+				h := p.hdr
+				h.at = now.UnixNano()
+				val = append(appendHeader(nil, deadFormat, h), p.payload...)
+			}
+			if err := b.Set(c.k.dead(nil, p.seq), val); err != nil {
+				return err
+			}
+			gone = append(gone, p.seq)
+		case pop:
+			gone = append(gone, p.seq)
+		default:
+			h := p.hdr
+			h.attempts++
+			h.at = deadline.UnixNano()
+			p.newRaw = itemValue(h, true, p.payload)
+			if err := b.Set(key, p.newRaw); err != nil {
+				return err
+			}
+		}
+	}
+	return c.deleteRuns(b, gone)
+}
+
+// deliverShared is Receive (pop false) and Pop on a shared engine: pick,
+// then write the picks with their conditions; if another process
+// delivered one of them first, pick again at once.
+func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op string) ([]Message[T], error) {
+	c := q.c
+	var ps []*picked
+	var vals []T
+	var deadline time.Time
+	err := c.write(c.db, func(tx *storage.Tx) error {
+		now, err := c.now()
+		if err != nil {
+			return err
+		}
+		if !pop {
+			if deadline, err = after(now, lease); err != nil {
+				return err
+			}
+		}
+		if ps, err = c.pick(max, now, q.maxAttempts, false); err != nil {
+			return err
+		}
+		if len(ps) == 0 {
+			return errNothing
+		}
+		vals = make([]T, len(ps))
+		for i, p := range ps {
+			if !p.dead {
+				if err := q.codec.Decode(p.payload, &vals[i]); err != nil {
+					p.dead, p.bad = true, c.corrupt(p.seq, err)
+				}
+			}
+		}
+		return c.writePicked(tx, ps, now, deadline, pop)
+	})
+	if errors.Is(err, errNothing) {
+		c.advanceHead()
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
+	}
+	var gone []int64
+	for _, p := range ps {
+		if p.dead || pop {
+			gone = append(gone, p.seq)
+		}
+	}
+	c.consumedOwn(gone)
+	out := make([]Message[T], 0, len(ps))
+	var bad []error
+	c.mu.Lock()
+	for i, p := range ps {
+		if p.bad != nil {
+			bad = append(bad, p.bad)
+		}
+		if p.dead {
+			continue
+		}
+		var id ID
+		if !pop {
+			id = ID{seq: p.seq, lease: newLease()}
+			c.sm.held[p.seq] = &held{seq: p.seq, lease: id.lease, raw: p.newRaw, deadline: deadline, attempts: p.hdr.attempts + 1}
+		}
+		out = append(out, Message[T]{
+			ID:       id,
+			Seq:      p.seq,
+			Value:    vals[i],
+			Attempts: p.hdr.attempts + 1,
+			Enqueued: fromUnixNano(p.hdr.enqueued),
+		})
+	}
+	c.mu.Unlock()
+	c.advanceHead()
+	if len(bad) > 0 {
+		return out, fmt.Errorf("queue %q: %s: moved to the dead-letter queue: %w", c.name, op, errors.Join(bad...))
+	}
+	return out, nil
+}
+
+// peekShared is Peek on a shared engine.
+func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
+	c := q.c
+	ps, err := c.pick(max, now, 0, true)
+	if err != nil {
+		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
+	}
+	out := make([]Message[T], len(ps))
+	for i, p := range ps {
+		if p.bad != nil {
+			return nil, fmt.Errorf("queue %q: peek: %w", c.name, p.bad)
+		}
+		if err := q.codec.Decode(p.payload, &out[i].Value); err != nil {
+			return nil, fmt.Errorf("queue %q: peek: %w", c.name, c.corrupt(p.seq, err))
+		}
+		out[i].Seq = p.seq
+		out[i].Attempts = p.hdr.attempts
+		out[i].Enqueued = fromUnixNano(p.hdr.enqueued)
+	}
+	return out, nil
+}
+
+// ackShared is Ack on a shared engine: each item must still hold the
+// bytes this process wrote when it leased it (or last extended it).
+func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
+	return c.write(w, func(tx *storage.Tx) error {
+		if err := c.owns(tx); err != nil {
+			return err
+		}
+		hs, err := c.claim(ids)
+		if err != nil {
+			return err
+		}
+		ss := make([]int64, len(hs))
+		tx.OnCommit(func() {
+			c.dropHeld(hs)
+			c.consumedOwn(ss)
+		})
+		tx.OnAbort(func() { c.unclaim(hs) })
+		for i, h := range hs {
+			if err := tx.Batch.Require(storage.Equals(c.k.item(nil, h.seq), h.raw)); err != nil {
+				return err
+			}
+			ss[i] = h.seq
+		}
+		slices.Sort(ss)
+		return c.deleteRuns(tx.Batch, ss)
+	})
+}
+
+// dropHeld forgets leases whose messages were consumed or released.
+func (c *core) dropHeld(hs []*held) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range hs {
+		c.forget(h)
+	}
+}
+
+// rewriteHeld writes the item of a lease this process holds, with the
+// condition that it holds what this process last wrote: released (visible
+// at at, 0 for now) or, with lease set, leased until at. It returns the
+// bytes written.
+func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
+	return c.write(c.db, func(tx *storage.Tx) error {
+		hs, err := c.claim([]ID{id})
+		if err != nil {
+			return err
+		}
+		h := hs[0]
+		hdr, _, payload, err := parseItem(h.raw)
+		if err != nil {
+			c.unclaimNow(hs)
+			return c.corrupt(h.seq, err)
+		}
+		hdr.at = unixNano(at)
+		val := itemValue(hdr, lease, payload)
+		if lease {
+			tx.OnCommit(func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				h.raw, h.deadline, h.busy = val, at, false
+			})
+			tx.OnAbort(func() { c.unclaimExtend(h, val, at) })
+		} else {
+			tx.OnCommit(func() {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.forget(h)
+				c.notify() // visible now, or a new deadline for Waits here
+			})
+			tx.OnAbort(func() { c.unclaim(hs) })
+		}
+		key := c.k.item(nil, h.seq)
+		if err := tx.Batch.Require(storage.Equals(key, h.raw)); err != nil {
+			return err
+		}
+		return tx.Batch.Set(key, val)
+	})
+}
+
+// sharedTries bounds the commits of one write of a shared queue on a
+// *tipkv.DB that other processes keep winning.
+const sharedTries = 100
+
+// write commits f through w. A *tipkv.DB commits it alone, and after a
+// failed condition runs f again at once, up to sharedTries times: the
+// condition failed because another process committed first, so the queue
+// has moved on and f's new reads find where (DB.Update's growing pause
+// would let the winner go again and again). A *tipkv.Batch joins its
+// Update, whose function runs again instead.
+func (c *core) write(w tipkv.Writer, f func(*storage.Tx) error) error {
+	if _, ok := w.(*tipkv.DB); !ok {
+		return link.Write(w, f)
+	}
+	for try := 1; ; try++ {
+		err := link.WriteOnce(w, f)
+		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+			return err
+		}
+		if try == sharedTries {
+			return fmt.Errorf("%w: gave up after %d tries: %w", tipkv.ErrConflict, try, err)
+		}
+		if try > 2 {
+			// Spread out writers that keep colliding, a little.
+			time.Sleep(rand.N(time.Duration(min(try, 20)) * 50 * time.Microsecond))
+		}
+	}
+}
+
+// writeAny is write for a Writer given as any (link.Write's signature).
+func (c *core) writeAny(w any, f func(*storage.Tx) error) error {
+	tw, ok := w.(tipkv.Writer)
+	if !ok {
+		return link.Write(w, f) // the error it gives
+	}
+	return c.write(tw, f)
+}
+
+// unclaimNow ends claims before any write was added for them: what the
+// items hold is as it was.
+func (c *core) unclaimNow(hs []*held) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range hs {
+		h.busy = false
+	}
+}
+
+// heldAttempts returns the deliveries counted for the lease id names, or
+// an error as claim gives it.
+func (c *core) heldAttempts(id ID) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, tipkv.ErrClosed
+	}
+	if id.lease == 0 {
+		return 0, fmt.Errorf("%w: queue %q: message %d: zero lease (messages from Peek and Pop have no lease)", tipkv.ErrInvalid, c.name, id.seq)
+	}
+	h := c.sm.held[id.seq]
+	if h == nil || h.lease != id.lease || h.busy {
+		return 0, fmt.Errorf("queue %q: message %d (id %s): %w", c.name, id.seq, id, ErrLeaseLost)
+	}
+	return h.attempts, nil
+}

@@ -1,0 +1,165 @@
+package queue
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/testutil"
+)
+
+// seekStore counts the seeks of its iterators, by target.
+type seekStore struct {
+	storage.Store
+	seeks map[string]int
+}
+
+func (s *seekStore) NewIter(lo, hi []byte) (storage.Iter, error) {
+	it, err := s.Store.NewIter(lo, hi)
+	return &seekIter{Iter: it, s: s}, err
+}
+
+type seekIter struct {
+	storage.Iter
+	s *seekStore
+}
+
+func (it *seekIter) SeekGE(k []byte) bool {
+	it.s.seeks[string(k)]++
+	return it.Iter.SeekGE(k)
+}
+
+func openShared(t *testing.T, n int) []*tipkv.DB {
+	return testutil.OpenShared(t, n, sharedstore.Options{}, nil)
+}
+
+func popAll(t *testing.T, q *Queue[int], n int) {
+	t.Helper()
+	for n > 0 {
+		ms, err := q.Pop(min(n, 100))
+		require.NoError(t, err)
+		require.NotEmpty(t, ms)
+		n -= len(ms)
+	}
+}
+
+func enqueueN(t *testing.T, db *tipkv.DB, q *Queue[int], n int) {
+	t.Helper()
+	vals := make([]int, 100)
+	for n > 0 {
+		k := min(n, 100)
+		require.NoError(t, q.Enqueue(db, vals[:k]...))
+		n -= k
+	}
+}
+
+// A message that stays leased holds the head; the messages consumed after
+// it are walked by the first scan that passes them, and seeked over by the
+// scans after it.
+func TestSharedScanSeeksOverConsumedRuns(t *testing.T) {
+	dbs := openShared(t, 2)
+	a, err := Open[int](dbs[0], "q", nil)
+	require.NoError(t, err)
+	b, err := Open[int](dbs[1], "q", nil)
+	require.NoError(t, err)
+	enqueueN(t, dbs[0], a, 501)
+	stuck, err := b.Receive(1, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), stuck[0].Seq)
+	popAll(t, a, 500) // 2 to 501
+	enqueueN(t, dbs[0], a, 10)
+
+	counter := &seekStore{Store: b.c.store, seeks: map[string]int{}}
+	b.c.store = counter
+	ms, err := b.Receive(5, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, int64(502), ms[0].Seq)
+	require.Equal(t, []span{{2, 502}}, b.c.sm.gaps, "the consumed run is remembered")
+	ms, err = b.Receive(5, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, int64(507), ms[0].Seq)
+	require.Equal(t, 1, counter.seeks[string(b.c.k.item(nil, 502))], "the second scan seeks over it")
+
+	require.NoError(t, b.Ack(dbs[1], stuck[0].ID))
+	ms, err = b.Receive(5, time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, ms)
+	require.Equal(t, int64(502), b.c.sm.head, "the head moves past the run")
+	require.Empty(t, b.c.sm.gaps, "and forgets it")
+}
+
+// A consumer that never enqueues writes the head it has reached to the
+// state key, once it is headLag past the stored one; an enqueue writes the
+// highest it knows.
+func TestSharedHeadAdvance(t *testing.T) {
+	dbs := openShared(t, 2)
+	producer, err := Open[int](dbs[0], "q", nil)
+	require.NoError(t, err)
+	consumer, err := Open[int](dbs[1], "q", nil)
+	require.NoError(t, err)
+	n := headLag + 200
+	enqueueN(t, dbs[0], producer, n)
+	stored := func() state {
+		v, err := producer.c.store.Get(producer.c.k.state)
+		require.NoError(t, err)
+		st, err := parseState(v)
+		require.NoError(t, err)
+		return st
+	}
+	require.Equal(t, state{head: 1, tail: int64(n + 1)}, stored())
+	popAll(t, consumer, n)
+	st := stored()
+	require.Greater(t, st.head, int64(headLag), "the consumer wrote its head")
+	require.Equal(t, int64(n+1), st.tail)
+	ms, err := consumer.Pop(1) // finds nothing, from the head it knows
+	require.NoError(t, err)
+	require.Empty(t, ms)
+	require.NoError(t, consumer.Enqueue(dbs[1], 7))
+	require.Equal(t, state{head: int64(n + 1), tail: int64(n + 2)}, stored(), "an enqueue writes the highest head its process knows")
+}
+
+// An engine's batch limits bound what one Receive or Pop takes, and the
+// largest value an enqueue takes (a delivery writes and requires it).
+func TestSharedBatchLimits(t *testing.T) {
+	dbs := testutil.OpenShared(t, 1, sharedstore.Options{MaxBatchOps: 16, MaxBatchBytes: 64 << 10}, nil)
+	db := dbs[0]
+	q, err := Open(db, "q", &Options[[]byte]{Codec: codec.Raw{}})
+	require.NoError(t, err)
+	for range 10 {
+		require.NoError(t, q.Enqueue(db, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e")))
+	}
+	ms, err := q.Receive(100, time.Minute)
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	require.Less(t, len(ms), 16, "what a batch holds")
+	ids := make([]ID, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	require.NoError(t, q.Ack(db, ids...))
+	ms, err = q.Pop(100)
+	require.NoError(t, err)
+	require.NotEmpty(t, ms)
+	require.Less(t, len(ms), 16)
+
+	big := bytes.Repeat([]byte{'x'}, 33<<10)
+	require.ErrorIs(t, q.Enqueue(db, big), tipkv.ErrInvalid, "a value a delivery could not write")
+	require.NoError(t, q.Enqueue(db, big[:30<<10]))
+	popAll2 := func() int {
+		n := 0
+		for {
+			ms, err := q.Pop(100)
+			require.NoError(t, err)
+			if len(ms) == 0 {
+				return n
+			}
+			n += len(ms)
+		}
+	}
+	require.Equal(t, 50-len(ids)-len(ms)+1, popAll2(), "every message, the large one too")
+}
