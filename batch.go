@@ -28,7 +28,7 @@ func (*Batch) writer() {}
 // the goroutine running it; it is not safe for concurrent use.
 type Batch struct {
 	db   *DB
-	tx   storage.Tx
+	tx   *storage.Tx // nil once the Update returned: the Tx is recycled
 	done bool
 }
 
@@ -54,18 +54,18 @@ func (db *DB) Update(fn func(*Batch) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: update: nil function", ErrInvalid)
 	}
-	return db.commit(fn, true)
+	return db.commit(fn, nil)
 }
 
-// commit runs fn in a new Tx and commits it, again after a failed
-// condition. user says whether fn is the caller's (an Update) or a single
-// write of a package.
-func (db *DB) commit(fn func(*Batch) error, user bool) error {
+// commit runs the caller's Update function fn, or a package's single write
+// f (one of them nil), in a new Tx and commits it, again after a failed
+// condition.
+func (db *DB) commit(fn func(*Batch) error, f func(*storage.Tx) error) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
 	}
 	for attempt := 0; ; attempt++ {
-		err := db.try(fn, user)
+		err := db.try(fn, f)
 		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
 			return err
 		}
@@ -83,29 +83,37 @@ func backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d)
 }
 
-func (db *DB) try(fn func(*Batch) error, user bool) (err error) {
-	b := &Batch{db: db}
-	b.tx.Batch = db.store.NewBatch()
-	b.tx.Owner = db
-	defer b.tx.Batch.Close()
+// try runs fn (through runUpdateFn) or f once in a new Tx and commits it.
+// The Tx and the store's batch are recycled: an Update allocates its Batch
+// only, and a write on the DB nothing of its own.
+func (db *DB) try(fn func(*Batch) error, f func(*storage.Tx) error) (err error) {
+	tx := storage.NewTx(db.store.NewBatch(), db)
+	var b *Batch
 	committed := false
 	defer func() {
-		b.done = true
-		if !committed {
-			b.tx.Abort()
+		if b != nil {
+			b.done, b.tx = true, nil
 		}
+		if !committed {
+			tx.Abort()
+		}
+		_ = tx.Batch.Close()
+		tx.Release()
 	}()
-	if user {
+	if fn != nil {
+		b = &Batch{db: db, tx: tx}
 		err = db.runUpdateFn(fn, b)
 	} else {
-		err = fn(b)
+		err = f(tx)
 	}
 	if err != nil {
 		return err
 	}
-	b.done = true
+	if b != nil {
+		b.done = true
+	}
 	committed = true
-	return b.tx.Commit(!db.opts.NoSync)
+	return tx.Commit(!db.opts.NoSync)
 }
 
 // runUpdateFn calls the function of a DB.Update. It is a frame of its own,
@@ -129,7 +137,7 @@ func writeOnce(w any, f func(*storage.Tx) error) error {
 		if db.opts.ReadOnly {
 			return fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
 		}
-		return db.try(func(b *Batch) error { return f(&b.tx) }, false)
+		return db.try(nil, f)
 	}
 	return write(w, f)
 }
@@ -142,15 +150,15 @@ func write(w any, f func(*storage.Tx) error) error {
 		if w == nil {
 			return fmt.Errorf("%w: nil *tipkv.Batch", ErrInvalid)
 		}
-		if w.done {
+		if w.done || w.tx == nil {
 			return fmt.Errorf("%w: batch used after its Update returned", ErrInvalid)
 		}
-		return f(&w.tx)
+		return f(w.tx)
 	case *DB:
 		if w == nil {
 			return fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
 		}
-		return w.commit(func(b *Batch) error { return f(&b.tx) }, false)
+		return w.commit(nil, f)
 	}
 	return fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", ErrInvalid, w)
 }
