@@ -7,6 +7,8 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/faultstore"
+	"github.com/tipkv/tipkv/internal/storage/pebblestore"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
@@ -71,4 +73,92 @@ func TestUpdateAllocations(t *testing.T) {
 	noop := func(*storage.Tx) error { return nil }
 	n = testing.AllocsPerRun(200, func() { _ = link.Write(db, noop) })
 	require.LessOrEqual(t, n, 0.0, "allocations per write on the DB")
+}
+
+// openFaulty opens a DB on an in-memory Pebble store whose commits fail
+// with the given odds.
+func openFaulty(t *testing.T, odds faultstore.Odds, retries int) (*tipkv.DB, *faultstore.Store) {
+	t.Helper()
+	ps, err := pebblestore.Open("mem", pebblestore.Config{InMemory: true, CacheSize: 1 << 20, MemTableSize: 1 << 20})
+	require.NoError(t, err)
+	fs := faultstore.New(ps, faultstore.Odds{}, 1) // no faults while the DB opens
+	d, err := link.NewDB(fs, "faulty", &tipkv.Options{MaxRetries: retries})
+	require.NoError(t, err)
+	db := d.(*tipkv.DB)
+	t.Cleanup(func() { _ = db.Close() })
+	fs.SetOdds(odds)
+	return db, fs
+}
+
+// The retry policy is the same for an Update and for a package's write on
+// the DB (link.Write): a failed condition runs the function again, at most
+// MaxRetries more times, then fails with ErrConflict; WriteOnce hands the
+// failed condition back after one try; an unknown outcome is never run
+// again. Each failed try runs the abort hooks once.
+func TestWritePathRetries(t *testing.T) {
+	cond := func(tries, aborts *int) func(tx *storage.Tx) error {
+		return func(tx *storage.Tx) error {
+			*tries++
+			tx.OnAbort(func() { *aborts++ })
+			if err := tx.Batch.Require(storage.Absent([]byte("\x06nothing"))); err != nil {
+				return err
+			}
+			return tx.Batch.Set([]byte("\x06k"), []byte("v"))
+		}
+	}
+	db, _ := openFaulty(t, faultstore.Odds{ConditionFailed: 1}, 2)
+	paths := map[string]func(f func(*storage.Tx) error) error{
+		"update": func(f func(*storage.Tx) error) error {
+			return db.Update(func(b *tipkv.Batch) error { return link.Write(b, f) })
+		},
+		"write": func(f func(*storage.Tx) error) error { return link.Write(db, f) },
+	}
+	for name, path := range paths {
+		tries, aborts := 0, 0
+		err := path(cond(&tries, &aborts))
+		require.ErrorIs(t, err, tipkv.ErrConflict, name)
+		require.ErrorIs(t, err, storage.ErrConditionFailed, name)
+		require.Equal(t, 3, tries, "%s: one try and MaxRetries more", name)
+		require.Equal(t, 3, aborts, name)
+	}
+	tries, aborts := 0, 0
+	err := link.WriteOnce(db, cond(&tries, &aborts))
+	require.ErrorIs(t, err, storage.ErrConditionFailed)
+	require.NotErrorIs(t, err, tipkv.ErrConflict)
+	require.Equal(t, 1, tries)
+	require.Equal(t, 1, aborts)
+
+	db2, _ := openFaulty(t, faultstore.Odds{UnknownLost: 1}, 2)
+	for name, path := range map[string]func(f func(*storage.Tx) error) error{
+		"update": func(f func(*storage.Tx) error) error {
+			return db2.Update(func(b *tipkv.Batch) error { return link.Write(b, f) })
+		},
+		"write": func(f func(*storage.Tx) error) error { return link.Write(db2, f) },
+	} {
+		tries, aborts := 0, 0
+		err := path(cond(&tries, &aborts))
+		require.ErrorIs(t, err, tipkv.ErrUnknownOutcome, name)
+		require.Equal(t, 1, tries, "%s: an unknown outcome is never retried", name)
+	}
+}
+
+// A package's write on the DB that panics aborts its Tx (the abort hooks
+// run, nothing is written) and the panic goes on; the DB keeps working.
+func TestWriteOnDBPanicAborts(t *testing.T) {
+	db := testutil.OpenMem(t)
+	aborted := 0
+	require.PanicsWithValue(t, "boom", func() {
+		_ = link.Write(db, func(tx *storage.Tx) error {
+			tx.OnAbort(func() { aborted++ })
+			_ = tx.Batch.Set([]byte("\x06p"), []byte("v"))
+			panic("boom")
+		})
+	})
+	require.Equal(t, 1, aborted)
+	_, err := get(t, db, "\x06p")
+	require.ErrorIs(t, err, tipkv.ErrNotFound)
+	require.NoError(t, put(db, "\x06p", "w"))
+	v, err := get(t, db, "\x06p")
+	require.NoError(t, err)
+	require.Equal(t, "w", v)
 }
