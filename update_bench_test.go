@@ -26,13 +26,16 @@ import (
 //	enqueue=1  an Update enqueueing one 100-byte message (queue, codec.Raw)
 //	append=N   an Update appending N 100-byte events to one feed stream
 //	           (versioned.Feed, codec.Raw)
+//	raw=1      the control: a one-Set commit on a second raw Pebble store
+//	           against the first, the same work on both sides; its ratio's
+//	           distance from 1 is the harness's bias in that run
 //
 // Run (the figures in BENCHMARKS.md, Write path):
 //
 //	go test -run '^$' -bench 'BenchmarkUpdate$' -benchtime 200000x -count 3 .
 //
-// append=1000 runs b.N/1000 Updates (and raw batches of 1000 Sets), so its
-// ns/op is per Update of 1000 events.
+// A row of N >= 100 writes runs 10*b.N/N Updates (and raw batches of N
+// Sets); ns/op is per Update.
 func BenchmarkUpdate(b *testing.B) {
 	val := make([]byte, 100)
 	for i := range val {
@@ -55,17 +58,22 @@ func BenchmarkUpdate(b *testing.B) {
 		}},
 		{"append=1", 1, nil},
 		{"append=1000", 1000, nil},
+		{"raw=1", 1, nil},
 	}
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
 			db, err := tipkv.Open(b.TempDir(), &tipkv.Options{NoSync: true})
 			require.NoError(b, err)
 			defer db.Close()
-			cache := pebble.NewCache(128 << 20)
-			raw, err := pebble.Open(b.TempDir(), pebblestore.Options(pebblestore.Config{MemTableSize: 16 << 20}, cache))
-			cache.Unref()
-			require.NoError(b, err)
-			defer raw.Close()
+			openRaw := func() *pebble.DB {
+				cache := pebble.NewCache(128 << 20)
+				raw, err := pebble.Open(b.TempDir(), pebblestore.Options(pebblestore.Config{MemTableSize: 16 << 20}, cache))
+				cache.Unref()
+				require.NoError(b, err)
+				b.Cleanup(func() { _ = raw.Close() })
+				return raw
+			}
+			raw := openRaw()
 			n, m := 0, 0
 			var work func(bt *tipkv.Batch) error
 			switch {
@@ -95,19 +103,24 @@ func BenchmarkUpdate(b *testing.B) {
 					})
 				}
 			}
-			tip := func() { require.NoError(b, db.Update(work)) }
-			base := func() {
+			commit := func(raw *pebble.DB, m *int) {
 				bt := raw.NewBatch()
 				for range r.sets {
-					m++
-					_ = bt.Set(key(m), val, nil)
+					*m++
+					_ = bt.Set(key(*m), val, nil)
 				}
 				require.NoError(b, bt.Commit(pebble.NoSync))
 				_ = bt.Close()
 			}
+			tip := func() { require.NoError(b, db.Update(work)) }
+			if r.name == "raw=1" {
+				raw2 := openRaw()
+				tip = func() { commit(raw2, &n) }
+			}
+			base := func() { commit(raw, &m) }
 			calls := b.N
-			if r.sets >= 1000 {
-				calls = max(b.N/1000, pairedRounds)
+			if r.sets >= 100 {
+				calls = max(b.N*10/r.sets, pairedRounds)
 			}
 			pairedRatioN(b, calls, tip, base)
 		})
