@@ -118,11 +118,11 @@ func BenchmarkUpdate(b *testing.B) {
 				tip = func() { commit(raw2, &n) }
 			}
 			base := func() { commit(raw, &m) }
-			calls := b.N
 			if r.sets >= 100 {
-				calls = max(b.N*10/r.sets, pairedRounds)
+				pairedRatioN(b, max(b.N*10/r.sets, pairedRounds), tip, base)
+				return
 			}
-			pairedRatioN(b, calls, tip, base)
+			pairedRatio(b, tip, base)
 		})
 	}
 }
