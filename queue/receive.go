@@ -30,6 +30,8 @@ type Message[T any] struct {
 	// Enqueued is when the message was enqueued, by the DB's clock
 	// (tipkv.Options.Clock).
 	Enqueued time.Time
+	// Headers are what the producer gave EnqueueWith, nil if nothing.
+	Headers Headers
 }
 
 // Receive leases up to max of the oldest visible messages to the caller
@@ -116,6 +118,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			}
 		}
 		if t.bad != nil {
+			c.undecodable(t.e.seq, t.bad)
 			bad = append(bad, t.bad)
 		}
 	}
@@ -137,6 +140,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			Value:    vals[i],
 			Attempts: t.hdr.attempts + 1,
 			Enqueued: fromUnixNano(t.hdr.enqueued),
+			Headers:  decodeHeaders(t.hdr.headers),
 		})
 	}
 	if len(bad) > 0 {
@@ -176,6 +180,7 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 		out[i].Seq = t.e.seq
 		out[i].Attempts = t.hdr.attempts
 		out[i].Enqueued = fromUnixNano(t.hdr.enqueued)
+		out[i].Headers = decodeHeaders(t.hdr.headers)
 	}
 	return out, nil
 }
@@ -243,6 +248,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 		v, err := c.store.Get(c.k.item(nil, e.seq))
 		if errors.Is(err, storage.ErrNotFound) {
 			c.remove(e) // gone from under us; nothing to deliver
+			c.enqueued--
 			continue
 		}
 		c.setState(e, stBusy, time.Time{})
@@ -368,6 +374,12 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 	}
 	deadline := c.clock().Add(lease)
 	for _, t := range ts {
+		switch {
+		case t.dead:
+			c.deadLettered(t.e.seq, t.hdr.attempts, t.bad)
+		default:
+			c.delivered(t.e.seq, t.hdr.attempts)
+		}
 		if t.dead || pop {
 			c.remove(t.e)
 			continue
