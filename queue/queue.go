@@ -60,6 +60,10 @@ type Queue[T any] struct {
 	maxAttempts int
 	maxValue    int // MaxValueSize, or less on a shared engine with small batches
 	backoff     func(attempts int) time.Duration
+	// raw is set when T is []byte and the codec codec.Raw: a delivery then
+	// hands out the payload it copied from the store without copying it
+	// again.
+	raw bool
 }
 
 // Open returns a handle on the queue called name in db, creating nothing
@@ -99,6 +103,7 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if c.sm != nil {
 		q.maxValue = c.sm.maxValue
 	}
+	_, q.raw = any(q.codec).(codec.Raw)
 	q.c = c
 	return q, nil
 }
@@ -285,11 +290,14 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			}
 			first = b.start
 		}
-		key := make([]byte, 0, len(q.c.k.itemPrefix)+codec.NumberSize)
+		// One buffer for every key: the batch may keep what it is given
+		// until it closes (storage.Batch), so no key reuses another's bytes.
+		keys := make([]byte, 0, len(ends)*(len(q.c.k.itemPrefix)+codec.NumberSize))
 		start := 0
 		for i, end := range ends {
-			key = q.c.k.item(key[:0], first+int64(i))
-			if err := tx.Batch.Set(key, buf[start:end]); err != nil {
+			k := len(keys)
+			keys = q.c.k.item(keys, first+int64(i))
+			if err := tx.Batch.Set(keys[k:len(keys):len(keys)], buf[start:end:end]); err != nil {
 				return err
 			}
 			start = end

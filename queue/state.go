@@ -46,7 +46,7 @@ type txState struct {
 	tx     *storage.Tx
 	writes []stateWrite // one per queue, in order of first use
 	one    [1]stateWrite
-	buf    [2 + 2*binary.MaxVarintLen64]byte
+	buf    [1 + 4*binary.MaxVarintLen64]byte
 	locked bool // sh.stateMu is held
 }
 
@@ -93,7 +93,12 @@ func (ts *txState) prepare() error {
 	for i := range ts.writes {
 		w := &ts.writes[i]
 		w.st, w.enq = w.c.stateFor(w.consumed)
-		if err := ts.tx.Batch.Set(w.c.k.state, appendState(ts.buf[:0], w.st)); err != nil {
+		// Each value gets bytes of its own: the batch may keep them.
+		v := ts.buf[:0]
+		if i > 0 {
+			v = nil
+		}
+		if err := ts.tx.Batch.Set(w.c.k.state, appendState(v, w.st)); err != nil {
 			return err
 		}
 	}
