@@ -21,8 +21,8 @@ type logged struct {
 }
 
 func (l *logged) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logged) WithAttrs([]slog.Attr) slog.Handler        { return l }
-func (l *logged) WithGroup(string) slog.Handler             { return l }
+func (l *logged) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logged) WithGroup(string) slog.Handler            { return l }
 func (l *logged) Handle(_ context.Context, r slog.Record) error {
 	var ev string
 	r.Attrs(func(a slog.Attr) bool {
