@@ -74,9 +74,11 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*pi
 			}
 			ops, size = ops+needOps, size+needSize
 		}
+		// v is the scan's: what p keeps (header's headers, payload) must
+		// alias a copy of its own.
 		p.raw = bytes.Clone(v)
 		if p.payload != nil {
-			p.payload = p.raw[len(v)-len(p.payload):]
+			p.hdr, _, p.payload, _ = parseItem(p.raw)
 		}
 		out = append(out, p)
 		if !p.dead {
