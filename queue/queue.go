@@ -139,9 +139,10 @@ func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 // EnqueueAt is Enqueue for messages that stay invisible until at, by the
 // DB's clock (tipkv.Options.Clock); the zero time means now. A delayed
 // message keeps its place in the queue: it holds the head, so the queue's
-// memory of delivered messages and its restart walk both grow with the
-// number of messages enqueued behind it until it is consumed. Use delays
-// of seconds to hours, not months.
+// memory of delivered messages grows with the number of messages consumed
+// behind it until it is consumed, and the first Receive after a restart
+// steps over those consumed messages once. Use delays of seconds to
+// hours, not months.
 //
 // Times are stored as Unix nanoseconds: a time before 1970 or after
 // 2262-04-11T23:47:16.854775807Z is refused with tipkv.ErrInvalid, and
