@@ -67,6 +67,43 @@ func BenchmarkQueueFloor(b *testing.B) {
 		})
 	})
 
+	// Pop(1) against what its own write costs through the same machinery:
+	// a Get of the head from the store, and a link.Write (what Update
+	// runs on) of its Delete and a Set of a state value, on a second
+	// store. The ratio is the queue's own share of a Pop.
+	b.Run("op=pop-1,vs=get-write", func(b *testing.B) {
+		db, q := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
+		db2, q2 := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
+		calls := qbCalls(b)
+		qbEnqueue(b, db, q, calls)
+		qbEnqueue(b, db2, q2, calls)
+		s2, err := link.Store(db2)
+		require.NoError(b, err)
+		stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench")
+		head := int64(1)
+		pairedRatio(b, func() {
+			ms, err := q.Pop(1)
+			if err != nil || len(ms) != 1 {
+				b.Fatalf("pop: %d messages, %v", len(ms), err)
+			}
+		}, func() {
+			key := qbKey(nil, head)
+			if v, err := s2.Get(key); err != nil || len(v) == 0 {
+				b.Fatal(err)
+			}
+			head++
+			err := link.Write(db2, func(tx *storage.Tx) error {
+				if err := tx.Batch.Delete(key); err != nil {
+					return err
+				}
+				return tx.Batch.Set(stateKey, queuefmt.AppendState(nil, queuefmt.State{Head: head, Tail: head}))
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+
 	// Receive(100) and one Ack of the 100 against one bounded iteration
 	// reading 100 values from the tracked head, a commit of 100 Sets (the
 	// attempt counts Receive must write) and a commit of 100 Deletes.
