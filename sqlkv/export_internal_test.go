@@ -1,0 +1,11 @@
+package sqlkv
+
+import "time"
+
+// SetParkFor sets how long the stores opened next keep a finished read
+// view's connection parked, and returns a function that restores it.
+func SetParkFor(d time.Duration) (restore func()) {
+	old := parkFor
+	parkFor = d
+	return func() { parkFor = old }
+}
