@@ -184,7 +184,7 @@ const mpPerBatch = 10
 
 func mpCheck(t *testing.T, log *mpLog, consumed, drained []mpMsg) {
 	t.Helper()
-	seen := map[mpMsg]int{} // consumed (recorded with its Ack), or drained
+	seen := map[mpMsg]int{}    // consumed (recorded with its Ack), or drained
 	acked := map[[2]int]bool{} // producer, batch: committed
 	versions := map[int64]string{}
 	var unknownP, landedP, unknownC int
