@@ -27,6 +27,7 @@ type queries struct {
 	equals      string
 	equalsLock  string
 	rangeEmpty  string
+	rangesEmpty string // several ranges in one statement
 	absent      string // placeholder rows (v NULL) that hold absent keys
 	absentMany  string
 	cleanup     string // drop the placeholders the batch did not overwrite
@@ -83,6 +84,8 @@ func newQueries(t string, d Dialect) queries {
 		equals:      `SELECT 1/count(*) FROM (SELECT v FROM ` + t + ` WHERE k = $1 FOR SHARE) s WHERE s.v = $2`,
 		equalsLock:  `SELECT 1/count(*) FROM (SELECT v FROM ` + t + ` WHERE k = $1 FOR UPDATE) s WHERE s.v = $2`,
 		rangeEmpty:  `SELECT 1/(1 - count(*)) FROM (SELECT 1 FROM ` + t + ` WHERE k >= $1 AND k < $2 LIMIT 1) s`,
+		rangesEmpty: `SELECT 1/(NOT EXISTS (SELECT 1 FROM unnest($1::bytea[], $2::bytea[]) AS r(lo, hi) ` +
+			`WHERE EXISTS (SELECT 1 FROM ` + t + ` WHERE k >= r.lo AND k < r.hi)))::int`,
 		absent:      `INSERT INTO ` + t + ` (k) VALUES ($1)`,
 		absentMany:  `INSERT INTO ` + t + ` (k) SELECT unnest($1::bytea[])`,
 		cleanup:     `DELETE FROM ` + t + ` WHERE k = ANY($1::bytea[]) AND v IS NULL`,
