@@ -16,8 +16,8 @@ const pairedRounds = 20
 // b.N calls of each, cut into pairedRounds rounds of one chunk per side, in
 // an order that alternates from round to round (op base, base op, ...), so
 // that what one side leaves behind (a cache it filled, garbage it made)
-// falls on the other alike. A warm-up chunk of each, a twentieth of the
-// others, runs first and is not counted.
+// falls on the other alike. A warm-up chunk of each runs first and is not
+// counted: each side runs at most max(b.N, pairedRounds+1) calls in all.
 //
 // Time is the process's CPU time (user and system, every thread: Pebble's
 // background work and the garbage collector count for whoever set them
@@ -40,7 +40,7 @@ func pairedRatio(b *testing.B, op, base func()) { pairedRatioN(b, b.N, op, base)
 // for an op that does many of b.N's units at once.
 func pairedRatioN(b *testing.B, calls int, op, base func()) {
 	b.Helper()
-	per := max(calls/pairedRounds, 1)
+	per := max(calls/(pairedRounds+1), 1) // a round's chunk, and the warm-up
 	timed := func(f func(), n int) int64 {
 		start := cpuNanos()
 		for range n {
@@ -50,9 +50,8 @@ func pairedRatioN(b *testing.B, calls int, op, base func()) {
 	}
 	b.ResetTimer()
 	b.StopTimer()
-	warm := max(per/20, 1)
-	timed(op, warm)
-	timed(base, warm)
+	timed(op, per)
+	timed(base, per)
 	var tOp, tBase int64
 	logs := make([]float64, 0, pairedRounds)
 	ratios := make([]float64, 0, pairedRounds)

@@ -163,10 +163,10 @@ type QueueMetrics struct {
 	Delayed     int64
 	DeadLetters int64
 
-	// Counters: messages enqueued; deliveries (each message a Receive hands
-	// out, every time it does), of them redeliveries (after a lease ended
-	// or was released); acknowledgements; and messages moved to the dead
-	// letters.
+	// Counters: messages enqueued; deliveries (each message a Receive or
+	// Pop hands out, every time it does), of them redeliveries (after a
+	// lease ended or was released); acknowledgements; and messages moved
+	// to the dead letters.
 	Enqueued     uint64
 	Deliveries   uint64
 	Redeliveries uint64

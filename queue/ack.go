@@ -98,6 +98,7 @@ func (c *core) beginAck(ids []ID) ([]saved, error) {
 
 // consumed forgets messages whose removal committed.
 func (c *core) consumed(ss []saved) {
+	c.m.acks.Add(uint64(len(ss)))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range ss {

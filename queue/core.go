@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -38,6 +39,7 @@ type core struct {
 	// below only mu, closed, closedCh, changed and sleepers are used.
 	sm    *sharedMem
 	clock func() time.Time // the DB's Options.Clock
+	log   *slog.Logger     // the DB's Options.Logger; never nil
 	name  string
 	k     keys
 
@@ -71,6 +73,14 @@ type core struct {
 	// last is the newest queue state applied to the store (or loaded from
 	// it). Only a Tx holding sh.stateMu changes it.
 	last state
+	// enqueued counts the messages committed below the watermark since
+	// load, less those found missing; lastEnqueued is its value when last
+	// was computed. Their difference is what the next stored count adds.
+	enqueued, lastEnqueued int64
+	// stateDue is set while an enqueue carries a state write (see alloc).
+	stateDue bool
+
+	m meters
 }
 
 // block is one enqueue's run of sequence numbers [start, start+n).
@@ -146,6 +156,7 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 			store:    store,
 			sh:       sh,
 			clock:    clock,
+			log:      link.Logger(db),
 			name:     name,
 			k:        newKeys(name),
 			closedCh: make(chan struct{}),
@@ -156,7 +167,10 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 			deadBusy: make(map[int64]bool),
 		}
 	}).(*core)
-	c.closeOnce.Do(func() { reg.OnClose(c.close) })
+	c.closeOnce.Do(func() {
+		reg.OnClose(c.close)
+		c.register(reg)
+	})
 	if err := c.load(); err != nil {
 		return nil, err
 	}
@@ -172,9 +186,13 @@ func (c *core) close() {
 	}
 }
 
-// load reads the queue-state key and walks the live messages once, from
-// the stored head to the end of the queue: it counts them and finds the
-// tail. It runs on the first Open of the queue in a DB.
+// load reads the queue-state key and finds the rest with a few seeks: the
+// oldest live message, and the messages at or after the stored count's
+// end, which it counts (those enqueued since the last state write: at
+// most about stateEvery, more after a crash in a burst of enqueues). A
+// state without a count (written before counts existed) makes it walk and
+// count every live message from the head, once. It also counts the dead
+// letters. It runs on the first Open of the queue in a DB.
 func (c *core) load() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -199,20 +217,28 @@ func (c *core) load() error {
 	case !errors.Is(err, storage.ErrNotFound):
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
+	if !st.counted || st.countTo < st.head {
+		st.count, st.countTo = 0, st.head // nothing counted yet: count all
+	}
 	it, err := c.store.NewIter(c.k.item(nil, st.head), c.k.itemEnd)
 	if err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
 	var first, last int64
-	count := 0
-	for ok := it.First(); ok; ok = it.Next() {
+	count := st.count
+	fail := func(err error) error {
+		_ = it.Close()
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	if it.First() {
+		if first, err = seqOf(c.k.itemPrefix, it.Key()); err != nil {
+			return fail(err)
+		}
+	}
+	for ok := first != 0 && it.SeekGE(c.k.item(nil, max(st.countTo, first))); ok; ok = it.Next() {
 		seq, err := seqOf(c.k.itemPrefix, it.Key())
 		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("queue %q: load: %w", c.name, err)
-		}
-		if first == 0 {
-			first = seq
+			return fail(err)
 		}
 		last = seq
 		count++
@@ -220,28 +246,34 @@ func (c *core) load() error {
 	if err := closeIter(it); err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
-	tail := max(st.tail, st.head, last+1)
+	tail := max(st.tail, st.head, st.countTo, last+1)
 	// Sequence numbers are never reused while a dead letter holds one.
 	dit, err := c.store.NewIter(c.k.deadPrefix, c.k.deadEnd)
 	if err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
-	if dit.Last() {
+	var dead int64
+	for ok := dit.First(); ok; ok = dit.Next() {
 		seq, err := seqOf(c.k.deadPrefix, dit.Key())
 		if err != nil {
 			_ = dit.Close()
 			return fmt.Errorf("queue %q: load: %w", c.name, err)
 		}
 		tail = max(tail, seq+1)
+		dead++
 	}
 	if err := closeIter(dit); err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
-	c.next, c.watermark, c.cursor, c.fresh = tail, tail, tail, count
-	c.last = st
+	if first == 0 {
+		count = 0 // a stored count that disagrees with an empty queue
+	}
+	c.next, c.watermark, c.cursor, c.fresh = tail, tail, tail, int(count)
+	c.last = state{head: st.head, tail: st.tail, counted: true, count: count, countTo: tail}
 	if first != 0 {
 		c.cursor = first
 	}
+	c.m.dead.Store(dead)
 	c.loaded = true
 	return nil
 }
@@ -264,20 +296,41 @@ func (c *core) now() (time.Time, error) {
 	return now, nil
 }
 
-// alloc takes n sequence numbers for an enqueue.
-func (c *core) alloc(n int) (*block, error) {
+// stateEvery is how far the stored count may fall behind the enqueues
+// before an enqueue writes the state key too, in sequence numbers: the
+// most the next load has to walk, after a clean close, is about this many
+// messages (plus the enqueues in flight). An enqueue that writes it takes
+// the DB's state lock (see shared.stateMu), so one in about stateEvery
+// messages pays for it.
+const stateEvery = 1024
+
+// alloc takes n sequence numbers for an enqueue. due says the enqueue
+// should write the queue state as well; then the caller must call
+// stateDone if the write aborts.
+func (c *core) alloc(n int) (b *block, due bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, tipkv.ErrClosed
+		return nil, false, tipkv.ErrClosed
 	}
 	if c.next+int64(n) >= maxSeq {
-		return nil, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
+		return nil, false, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
 	}
-	b := &block{start: c.next, n: int64(n)}
+	b = &block{start: c.next, n: int64(n)}
 	c.next += int64(n)
 	c.blocks = append(c.blocks, b)
-	return b, nil
+	if !c.stateDue && c.watermark-c.last.countTo >= stateEvery {
+		c.stateDue, due = true, true
+	}
+	return b, due, nil
+}
+
+// stateDone says that an enqueue chosen by alloc to write the state has
+// written it or will not.
+func (c *core) stateDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stateDue = false
 }
 
 // resolve records that b's enqueue committed (its commit returned, the
@@ -298,6 +351,8 @@ func (c *core) resolve(b *block, committed bool) {
 		c.blocks = c.blocks[1:]
 		if f.state == blockCommitted {
 			c.fresh += int(f.n)
+			c.enqueued += f.n
+			c.m.enqueued.Add(uint64(f.n))
 			visible = true
 		}
 	}
@@ -421,6 +476,9 @@ func (c *core) expire(now time.Time) {
 	for c.timers.len() > 0 && !c.timers.items[0].at.After(now) {
 		it := c.timers.pop()
 		if it.live() && (it.e.state == stLeased || it.e.state == stWaiting) {
+			if it.e.state == stLeased {
+				c.leaseExpired(it.e.seq, int(it.e.attempts))
+			}
 			c.setState(it.e, stReady, time.Time{})
 		}
 	}

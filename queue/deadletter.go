@@ -20,6 +20,7 @@ type DeadLetter[T any] struct {
 	Attempts int       // deliveries before it was moved
 	Enqueued time.Time // when it was first enqueued
 	Died     time.Time // when it was moved to the dead-letter queue
+	Headers  Headers   // what the producer gave EnqueueWith, nil if nothing
 }
 
 // DeadLetters iterates over the queue's dead letters in [first, last],
@@ -71,6 +72,7 @@ func (q *Queue[T]) decodeDead(it storage.Iter, d *DeadLetter[T]) error {
 		return err
 	}
 	d.Attempts, d.Enqueued, d.Died = h.attempts, fromUnixNano(h.enqueued), fromUnixNano(h.at)
+	d.Headers = decodeHeaders(h.headers)
 	if err := q.codec.Decode(payload, &d.Value); err != nil {
 		return q.c.corrupt(d.Seq, err)
 	}
@@ -96,7 +98,7 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			if err != nil {
 				return fmt.Errorf("dead letter %d (key %x): %w", seqs[i], c.k.dead(nil, seqs[i]), err)
 			}
-			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued}), payload...)
+			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued, headers: h.headers}), payload...)
 		}
 		var first int64
 		if c.sm != nil {
@@ -107,10 +109,11 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			tx.OnCommit(c.notifyLocal)
 			first = start
 		} else {
-			b, err := c.alloc(len(items))
+			b, _, err := c.alloc(len(items))
 			if err != nil {
 				return err
 			}
+			c.stateDone() // a requeue leaves the state to the next enqueue
 			tx.OnCommit(func() { c.resolve(b, true) })
 			tx.OnAbort(func() { c.resolve(b, false) })
 			first = b.start
@@ -154,7 +157,12 @@ func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]by
 			return err
 		}
 		done := func() { c.releaseDead(seqs) }
-		tx.OnCommit(done)
+		tx.OnCommit(func() {
+			if c.sm == nil {
+				c.m.dead.Add(-int64(len(seqs)))
+			}
+			done()
+		})
 		tx.OnAbort(done)
 		vals := make([][]byte, len(seqs))
 		for i, seq := range seqs {

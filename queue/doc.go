@@ -33,8 +33,10 @@
 //	Len, Stats            memory                            the store: O(live messages)
 //	Wait                  an in-process notification        the engine's watch, or a poll
 //	                                                        every Caps.PollInterval
-//	Open                  reads the state key, walks the    reads nothing
-//	                      live messages once
+//	Open                  reads the state key and seeks:    reads nothing
+//	                      the first live message, the
+//	                      few after the stored count
+//	Metrics gauges        memory                            0 (Stats reads them)
 //
 // On a shared engine the store is the truth and memory a hint: every write
 // that depends on a read requires, at commit, that what it read is still
@@ -89,20 +91,58 @@
 // are refused with tipkv.ErrInvalid by the call that would store or
 // compute them (see EnqueueAt).
 //
+// # Headers and trace context
+//
+// EnqueueWith stores Headers (string pairs) with each message; Receive,
+// Pop, Peek and DeadLetters return them, and Requeue keeps them. Use them
+// for metadata the value should not carry, above all trace context: the
+// producer injects its span's context (with OpenTelemetry, a
+// propagation.MapCarrier is a map[string]string, as Headers is), the
+// consumer extracts it and links its span to the producer's. A message
+// without headers is stored as before headers existed.
+//
+// # Logs and metrics
+//
+// A queue logs through the DB's logger (tipkv.Options.Logger; nothing by
+// default), each record with the attributes event, queue and seq: a lease
+// that ended without an Ack ("lease-expired", Info), a message delivered
+// again ("redelivery", Debug), a message moved to the dead-letter queue
+// ("dead-letter", Warn, with attempts and reason "max-attempts" or
+// "corrupt"), and a stored value that does not decode ("corrupt", Error,
+// with its key in hex and the error). The handler runs with the queue's
+// lock held: it must not call the DB.
+//
+// Every queue opened in a process adds an entry to DB.Metrics
+// (tipkv.QueueMetrics), read from memory without touching the store. On
+// Pebble, Depth is Len, Leased and Delayed as in Stats, and DeadLetters
+// the dead letters (counted when the queue is opened, then kept). The
+// counters count this process's work since the queue was opened:
+// Enqueued (requeued dead letters included), Deliveries (every message
+// Receive or Pop hands out), Redeliveries (those of them delivered
+// before), Acks, DeadLettered. On a shared engine the gauges are 0: only
+// the store knows them, and Stats reads them.
+//
 // # Keys
 //
 //	item         02 | name | asc(seq)   item header | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
+//	                                    or 0x02 | the same | uvarint count | uvarint countTo
 //	dead letter  05 | name | asc(seq)   dead header | payload
 //
 //	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at
 //	             or 0x04 | uvarint attempts | varint enqueued | varint lease end
 //	dead header  0x02 | uvarint attempts | varint enqueued | varint died
 //	             or 0x03 | the stored bytes of an item whose header was corrupt
+//	headers      tag | 0x10, then the header's fields | uvarint len | len bytes of pairs
+//	pair         uvarint key length | key | uvarint value length | value (keys sorted)
 //
 // Tag 0x04 marks a leased item; only shared engines write it (on Pebble a
 // lease lives in memory), and Pebble reads one as an item visible at its
-// lease's end.
+// lease's end. Tags 0x11, 0x12 and 0x14 are 0x01, 0x02 and 0x04 with
+// headers; a message without headers keeps the tag without 0x10. State tag
+// 0x02 (Pebble) adds count, the number of live messages below countTo;
+// shared engines write tag 0x01. Versions before these tags read a value
+// that has one as corrupt.
 //
 // Times are Unix nanoseconds, 0 for none. The payload is the value codec's
 // encoding (msgpack by default). Sequence numbers start at 1.
@@ -130,16 +170,26 @@
 // a later one, so a state value that survives a crash describes the
 // batches applied before it too.)
 //
-// Enqueues do not write the state key: the tail is found when a queue is
-// first opened in a process, by one walk from the stored head to the end
-// of the queue that also counts the live messages (which the walk is
-// needed for anyway), and tail = max(stored tail, last + 1, last dead
-// letter + 1). The walk starts at the head, so it never passes consumed
-// messages. Writing the tail in every enqueue as well would put every
-// enqueue of the DB under the state lock: measured with 8 producers, that
-// made enqueues 1.4-1.8x slower without sync and 1.1-1.3x slower with it
-// (BenchmarkEnqueueState), and saved nothing while the count needs the
-// walk.
+// The state value also counts the live messages below countTo, the
+// watermark when it was computed: every enqueue below it has committed or
+// failed, so memory knows how many messages they added, and every consume
+// applied before is in the count last stored. Open then reads the state,
+// seeks to the first live message from the head, and counts only the
+// messages from countTo to the end of the queue: a few seeks whatever the
+// queue holds (measured: BENCHMARKS.md, "Queues"), and the same with a
+// straggler leased and never acknowledged at the head. A state value
+// written before counts existed (tag 0x01) makes that one Open walk every
+// live message from the head, as every Open used to; the next consume
+// writes a count.
+//
+// Enqueues do not write the state key, except one in about 1,024
+// messages (stateEvery), which keeps the stored count close enough behind
+// the tail that Open walks at most about that many messages (more after a
+// crash in the middle of a burst of enqueues). Writing it in every enqueue
+// would put every enqueue of the DB under the state lock: measured with 8
+// producers, that made enqueues 1.4-1.8x slower without sync and 1.1-1.3x
+// slower with it (BenchmarkEnqueueState). The tail after a restart is
+// max(stored tail, last message + 1, last dead letter + 1).
 //
 // # Deletes
 //

@@ -74,41 +74,46 @@ type header struct {
 	attempts int
 	enqueued int64
 	at       int64
+	headers  []byte // encoded Headers (queuefmt pairs), aliasing the value; nil for none
 }
 
 func appendHeader(dst []byte, tag byte, h header) []byte {
-	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at})
+	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at, Headers: h.headers})
 }
 
 // parseHeader splits a stored value into its header and payload. The
 // payload aliases v.
 func parseHeader(v []byte, tag byte) (header, []byte, error) {
 	h, rest, err := queuefmt.ParseHeader(v, tag)
-	if err != nil && tag == itemFormat && len(v) > 0 && v[0] == leasedFormat {
+	if err != nil && tag == itemFormat && len(v) > 0 && v[0]&^queuefmt.HeadersFlag == leasedFormat {
 		// An item leased on a shared engine: on an exclusive one, no
 		// other process holds the lease, and it ends at at as a delay
 		// would.
 		h, rest, err = queuefmt.ParseHeader(v, leasedFormat)
 	}
-	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At}, rest, err
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers}, rest, err
 }
 
 // state is what the queue-state key holds. Every sequence number below head
 // is consumed (acknowledged, popped or dead-lettered) and deleted; tail is
 // at most the next sequence number to assign. Both are lower bounds written
 // by the batch that deletes items; see the package doc for why that is
-// crash-consistent.
+// crash-consistent. If counted, count is the number of live messages below
+// countTo (Pebble writes it; a store written before it existed, or by a
+// shared engine, has none).
 type state struct {
-	head, tail int64
+	head, tail     int64
+	counted        bool
+	count, countTo int64
 }
 
 func appendState(dst []byte, s state) []byte {
-	return queuefmt.AppendState(dst, queuefmt.State{Head: s.head, Tail: s.tail})
+	return queuefmt.AppendState(dst, queuefmt.State{Head: s.head, Tail: s.tail, Counted: s.counted, Count: s.count, CountTo: s.countTo})
 }
 
 func parseState(v []byte) (state, error) {
 	s, err := queuefmt.ParseState(v)
-	return state{head: s.Head, tail: s.Tail}, err
+	return state{head: s.Head, tail: s.Tail, counted: s.Counted, count: s.Count, countTo: s.CountTo}, err
 }
 
 // maxSeq bounds sequence numbers.

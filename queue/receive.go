@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -30,6 +31,8 @@ type Message[T any] struct {
 	// Enqueued is when the message was enqueued, by the DB's clock
 	// (tipkv.Options.Clock).
 	Enqueued time.Time
+	// Headers are what the producer gave EnqueueWith, nil if nothing.
+	Headers Headers
 }
 
 // Receive leases up to max of the oldest visible messages to the caller
@@ -110,12 +113,16 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	vals := make([]T, len(ts))
 	var bad []error
 	for i, t := range ts {
-		if !t.dead {
+		if !t.dead && q.raw {
+			// t.payload is this message's own copy, capped at its end.
+			*any(&vals[i]).(*[]byte) = t.payload
+		} else if !t.dead {
 			if err := q.codec.Decode(t.payload, &vals[i]); err != nil {
 				t.dead, t.bad = true, c.corrupt(t.e.seq, err)
 			}
 		}
 		if t.bad != nil {
+			c.undecodable(t.e.seq, t.bad)
 			bad = append(bad, t.bad)
 		}
 	}
@@ -137,6 +144,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			Value:    vals[i],
 			Attempts: t.hdr.attempts + 1,
 			Enqueued: fromUnixNano(t.hdr.enqueued),
+			Headers:  decodeHeaders(t.hdr.headers),
 		})
 	}
 	if len(bad) > 0 {
@@ -176,6 +184,7 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 		out[i].Seq = t.e.seq
 		out[i].Attempts = t.hdr.attempts
 		out[i].Enqueued = fromUnixNano(t.hdr.enqueued)
+		out[i].Headers = decodeHeaders(t.hdr.headers)
 	}
 	return out, nil
 }
@@ -243,6 +252,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 		v, err := c.store.Get(c.k.item(nil, e.seq))
 		if errors.Is(err, storage.ErrNotFound) {
 			c.remove(e) // gone from under us; nothing to deliver
+			c.enqueued--
 			continue
 		}
 		c.setState(e, stBusy, time.Time{})
@@ -258,7 +268,34 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 			n++
 		}
 	}
+	nowNS := now.UnixNano()
+	// A few messages are read by key: sequence numbers are dense, so the
+	// next one is almost always at the cursor, and a Get costs less than
+	// opening an iterator (Pop(1) spent half its time opening one). A
+	// missing key (a gap an aborted enqueue left) hands over to the
+	// iterator, which steps over gaps.
+	var key []byte
+	for n < limit && limit-n <= pointReads && c.cursor < c.watermark {
+		seq := c.cursor
+		key = c.k.item(key[:0], seq)
+		v, err := c.store.Get(key)
+		if errors.Is(err, storage.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if t, counted := c.takeFresh(&al, seq, v, nowNS, maxAttempts); t != nil {
+			out = append(out, t)
+			if counted {
+				n++
+			}
+		}
+	}
 	if n == limit || c.cursor >= c.watermark {
+		if c.cursor >= c.watermark {
+			c.fresh = 0
+		}
 		return out, nil
 	}
 	// The engine may fetch the keys wanted in one go (a hint: delayed
@@ -268,7 +305,6 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 		return fail(err)
 	}
 	exhausted := true
-	nowNS := now.UnixNano()
 	for ok := it.First(); ok; ok = it.Next() {
 		seq, err := seqOf(c.k.itemPrefix, it.Key())
 		if err != nil {
@@ -280,18 +316,12 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 			_ = it.Close()
 			return fail(err)
 		}
-		e := al.entry()
-		e.seq, e.state = seq, stBusy
-		c.addEntry(e)
-		c.cursor = seq + 1
-		c.fresh = max(c.fresh-1, 0)
-		t := c.examine(al.taken(), e, al.clone(v), maxAttempts)
-		if t.bad == nil && t.hdr.at > nowNS {
-			c.setState(e, stWaiting, time.Unix(0, t.hdr.at))
+		t, counted := c.takeFresh(&al, seq, al.clone(v), nowNS, maxAttempts)
+		if t == nil {
 			continue
 		}
 		out = append(out, t)
-		if !t.dead {
+		if counted {
 			n++
 		}
 		if n == limit {
@@ -306,6 +336,28 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 		c.cursor, c.fresh = c.watermark, 0
 	}
 	return out, nil
+}
+
+// pointReads is the most messages take reads by key before it opens an
+// iterator.
+const pointReads = 4
+
+// takeFresh takes the never-looked-at message seq, stored as v (which it
+// keeps), from the cursor: it gets an entry, and is returned to deliver
+// (counted unless dead) or, if its visible-at time is later than now, set
+// aside as waiting (nil). The caller holds mu.
+func (c *core) takeFresh(al *allocator, seq int64, v []byte, nowNS int64, maxAttempts int) (*taken, bool) {
+	e := al.entry()
+	e.seq, e.state = seq, stBusy
+	c.addEntry(e)
+	c.cursor = seq + 1
+	c.fresh = max(c.fresh-1, 0)
+	t := c.examine(al.taken(), e, v, maxAttempts)
+	if t.bad == nil && t.hdr.at > nowNS {
+		c.setState(e, stWaiting, time.Unix(0, t.hdr.at))
+		return nil, false
+	}
+	return t, !t.dead
 }
 
 // commitTake writes what take picked, in one batch: each delivered
@@ -324,28 +376,37 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 	died := now.UnixNano()
 	err := link.Write(c.db, func(tx *storage.Tx) error {
 		b := tx.Batch
-		var key, val []byte
+		// Keys and values go one after another into buf, none reusing
+		// another's bytes: the batch may keep them until it closes.
+		var buf []byte
+		if size := c.rewriteSize(ts, pop); size > 0 {
+			buf = make([]byte, 0, size)
+		}
 		for _, t := range ts {
+			k := len(buf)
 			switch {
 			case t.dead:
-				if t.payload == nil { // keep the corrupt bytes as they were
-					val = append(append(val[:0], deadRawFormat), t.raw...)
-				} else {
-					h := t.hdr
-					h.at = died
-					val = append(appendHeader(val[:0], deadFormat, h), t.payload...)
-				}
-				key = c.k.dead(key[:0], t.e.seq)
+				buf = c.k.dead(buf, t.e.seq)
 			case pop:
 				continue
+			default:
+				buf = c.k.item(buf, t.e.seq)
+			}
+			v := len(buf)
+			switch {
+			case t.dead && t.payload == nil: // keep the corrupt bytes as they were
+				buf = append(append(buf, deadRawFormat), t.raw...)
+			case t.dead:
+				h := t.hdr
+				h.at = died
+				buf = append(appendHeader(buf, deadFormat, h), t.payload...)
 			default:
 				h := t.hdr
 				h.attempts++
 				h.at = 0
-				val = append(appendHeader(val[:0], itemFormat, h), t.payload...)
-				key = c.k.item(key[:0], t.e.seq)
+				buf = append(appendHeader(buf, itemFormat, h), t.payload...)
 			}
-			if err := b.Set(key, val); err != nil {
+			if err := b.Set(buf[k:v:v], buf[v:len(buf):len(buf)]); err != nil {
 				return err
 			}
 		}
@@ -368,6 +429,12 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 	}
 	deadline := c.clock().Add(lease)
 	for _, t := range ts {
+		switch {
+		case t.dead:
+			c.deadLettered(t.e.seq, t.hdr.attempts, t.bad)
+		default:
+			c.delivered(t.e.seq, t.hdr.attempts)
+		}
 		if t.dead || pop {
 			c.remove(t.e)
 			continue
@@ -378,6 +445,18 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 		c.setState(t.e, stLeased, deadline)
 	}
 	return nil
+}
+
+// rewriteSize is about what commitTake writes for ts, in bytes: a key and
+// a value per message it rewrites or moves to the dead letters.
+func (c *core) rewriteSize(ts []*taken, pop bool) int {
+	n := 0
+	for _, t := range ts {
+		if t.dead || !pop {
+			n += len(c.k.itemPrefix) + 8 + 1 + 3*binary.MaxVarintLen64 + len(t.raw)
+		}
+	}
+	return n
 }
 
 func seqs(es []*entry) []int64 {
@@ -406,21 +485,27 @@ var rangeDeleteMin = 128
 // shorter one with point Deletes. Every number is consumed exactly once,
 // so no two tombstones ever cover the same key.
 func (c *core) deleteRuns(b storage.Batch, ss []int64) error {
-	var lo, hi []byte
+	// Every key gets bytes of its own (the batch may keep them until it
+	// closes), from one buffer sized for the worst case.
+	size := len(c.k.itemPrefix) + 8
+	buf := make([]byte, 0, min(len(ss), 2*rangeDeleteMin)*size)
+	key := func(seq int64) []byte {
+		k := len(buf)
+		buf = c.k.item(buf, seq)
+		return buf[k:len(buf):len(buf)]
+	}
 	for i := 0; i < len(ss); {
 		j := i
 		for j+1 < len(ss) && ss[j+1] == ss[j]+1 {
 			j++
 		}
 		if j-i+1 >= rangeDeleteMin {
-			lo, hi = c.k.item(lo[:0], ss[i]), c.k.item(hi[:0], ss[j]+1)
-			if err := b.DeleteRange(lo, hi); err != nil {
+			if err := b.DeleteRange(key(ss[i]), key(ss[j]+1)); err != nil {
 				return err
 			}
 		} else {
 			for _, s := range ss[i : j+1] {
-				lo = c.k.item(lo[:0], s)
-				if err := b.Delete(lo); err != nil {
+				if err := b.Delete(key(s)); err != nil {
 					return err
 				}
 			}

@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/queuefmt"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -118,10 +118,20 @@ func TestRestartMidStream(t *testing.T) {
 	require.NoError(t, err)
 	v, err := s.Get(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "q"))
 	require.NoError(t, err)
-	require.Equal(t, byte(0x01), v[0])
-	head, _ := binary.Uvarint(v[1:])
-	require.LessOrEqual(t, int64(head), st.Head)
-	t.Logf("%d enqueued, %d acked, %d left; stored head %d, %+v", len(enqueued), len(acked), len(left), head, st)
+	stored, err := queuefmt.ParseState(v)
+	require.NoError(t, err)
+	require.True(t, stored.Counted)
+	head := stored.Head
+	require.LessOrEqual(t, head, st.Head)
+	// The stored count is exact below its end.
+	below := 0
+	for _, m := range left {
+		if m.Seq < stored.CountTo {
+			below++
+		}
+	}
+	require.Equal(t, int64(below), stored.Count, "stored %+v", stored)
+	t.Logf("%d enqueued, %d acked, %d left; stored %+v, %+v", len(enqueued), len(acked), len(left), stored, st)
 }
 
 func peekAll[T any](t *testing.T, q *queue.Queue[T]) []queue.Message[T] {

@@ -59,5 +59,5 @@ func TestStoredHeadNeverMovesBack(t *testing.T) {
 	close(release)
 	require.NoError(t, <-done)
 	require.NoError(t, q.Ack(db, ms[2].ID))
-	require.Equal(t, queuefmt.State{Head: 4, Tail: 4}, storedState(t, db, "q"))
+	require.Equal(t, queuefmt.State{Head: 4, Tail: 4, Counted: true, Count: 0, CountTo: 4}, storedState(t, db, "q"))
 }

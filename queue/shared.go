@@ -406,7 +406,7 @@ func (c *core) advanceHead() {
 // payload (which aliases v).
 func parseItem(v []byte) (header, bool, []byte, error) {
 	h, leased, payload, err := queuefmt.ParseItem(v)
-	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At}, leased, payload, err
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers}, leased, payload, err
 }
 
 // itemValue is the stored bytes of an item: leased (until h.at) or not.
@@ -415,7 +415,7 @@ func itemValue(h header, leased bool, payload []byte) []byte {
 	if leased {
 		tag = leasedFormat
 	}
-	v := appendHeader(make([]byte, 0, 1+3*10+len(payload)), tag, h)
+	v := appendHeader(make([]byte, 0, 1+4*10+len(h.headers)+len(payload)), tag, h)
 	return append(v, payload...)
 }
 

@@ -25,6 +25,7 @@ type picked struct {
 	dead    bool   // moves to the dead-letter queue
 	bad     error  // why it is corrupt, if it is
 	newRaw  []byte // Receive: the leased item written
+	lapsed  bool   // the item was leased, and its lease ended
 }
 
 // errNothing ends a delivery's write when a scan finds nothing to deliver.
@@ -53,7 +54,7 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*pi
 		if err == nil && c.sm.visibleAt(h, leased) > nowNS {
 			return true, nil
 		}
-		p := &picked{seq: seq}
+		p := &picked{seq: seq, lapsed: err == nil && leased}
 		if err != nil {
 			p.dead, p.bad = !peek, c.corrupt(seq, err)
 		} else {
@@ -73,9 +74,11 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*pi
 			}
 			ops, size = ops+needOps, size+needSize
 		}
+		// v is the scan's: what p keeps (header's headers, payload) must
+		// alias a copy of its own.
 		p.raw = bytes.Clone(v)
 		if p.payload != nil {
-			p.payload = p.raw[len(v)-len(p.payload):]
+			p.hdr, _, p.payload, _ = parseItem(p.raw)
 		}
 		out = append(out, p)
 		if !p.dead {
@@ -201,12 +204,18 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	var bad []error
 	c.mu.Lock()
 	for i, p := range ps {
+		if p.lapsed {
+			c.leaseExpired(p.seq, p.hdr.attempts)
+		}
 		if p.bad != nil {
+			c.undecodable(p.seq, p.bad)
 			bad = append(bad, p.bad)
 		}
 		if p.dead {
+			c.deadLettered(p.seq, p.hdr.attempts, p.bad)
 			continue
 		}
+		c.delivered(p.seq, p.hdr.attempts)
 		var id ID
 		if !pop {
 			id = ID{seq: p.seq, lease: newLease()}
@@ -218,6 +227,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 			Value:    vals[i],
 			Attempts: p.hdr.attempts + 1,
 			Enqueued: fromUnixNano(p.hdr.enqueued),
+			Headers:  decodeHeaders(p.hdr.headers),
 		})
 	}
 	c.mu.Unlock()
@@ -246,6 +256,7 @@ func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 		out[i].Seq = p.seq
 		out[i].Attempts = p.hdr.attempts
 		out[i].Enqueued = fromUnixNano(p.hdr.enqueued)
+		out[i].Headers = decodeHeaders(p.hdr.headers)
 	}
 	return out, nil
 }
@@ -263,6 +274,7 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 		}
 		ss := make([]int64, len(hs))
 		tx.OnCommit(func() {
+			c.m.acks.Add(uint64(len(hs)))
 			c.dropHeld(hs)
 			c.consumedOwn(ss)
 		})

@@ -46,7 +46,7 @@ type txState struct {
 	tx     *storage.Tx
 	writes []stateWrite // one per queue, in order of first use
 	one    [1]stateWrite
-	buf    [2 + 2*binary.MaxVarintLen64]byte
+	buf    [1 + 4*binary.MaxVarintLen64]byte
 	locked bool // sh.stateMu is held
 }
 
@@ -60,6 +60,7 @@ type stateWrite struct {
 	c        *core
 	consumed []*entry
 	st       state
+	enq      int64 // c.enqueued when st was computed
 }
 
 // writeState makes tx write c's queue-state key, with the head moved past
@@ -91,8 +92,13 @@ func (ts *txState) prepare() error {
 	ts.locked = true
 	for i := range ts.writes {
 		w := &ts.writes[i]
-		w.st = w.c.stateFor(w.consumed)
-		if err := ts.tx.Batch.Set(w.c.k.state, appendState(ts.buf[:0], w.st)); err != nil {
+		w.st, w.enq = w.c.stateFor(w.consumed)
+		// Each value gets bytes of its own: the batch may keep them.
+		v := ts.buf[:0]
+		if i > 0 {
+			v = nil
+		}
+		if err := ts.tx.Batch.Set(w.c.k.state, appendState(v, w.st)); err != nil {
 			return err
 		}
 	}
@@ -104,7 +110,7 @@ func (ts *txState) prepare() error {
 func (ts *txState) applied() {
 	for i := range ts.writes {
 		w := &ts.writes[i]
-		w.c.stored(w.st)
+		w.c.stored(w.st, w.enq)
 	}
 	ts.unlock()
 }
@@ -125,18 +131,29 @@ func (ts *txState) unlock() {
 // stored value describes every batch applied before it too, and a crash
 // never keeps a later write while losing an earlier one. tail is the next
 // sequence number to assign, which only grows.
-func (c *core) stateFor(es []*entry) state {
+//
+// count is exact for the messages below countTo, the watermark: every
+// enqueue below it has committed or aborted, so the messages committed
+// since the last stored state are known, and the consumes applied before
+// this batch are in the last stored count. (A batch applied before this
+// one but not yet returned does not matter: its own count was stored.)
+// It returns the count of enqueued messages the value includes.
+func (c *core) stateFor(es []*entry) (state, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return state{
-		head: max(c.last.head, c.headWithout(es)),
-		tail: max(c.last.tail, c.next),
-	}
+		head:    max(c.last.head, c.headWithout(es)),
+		tail:    max(c.last.tail, c.next),
+		counted: true,
+		count:   max(c.last.count+(c.enqueued-c.lastEnqueued)-int64(len(es)), 0),
+		countTo: max(c.last.countTo, c.watermark),
+	}, c.enqueued
 }
 
-// stored records st as applied.
-func (c *core) stored(st state) {
+// stored records st as applied; it counted enq enqueued messages.
+func (c *core) stored(st state, enq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.last = st
+	c.last, c.lastEnqueued = st, enq
+	c.stateDue = false
 }

@@ -93,7 +93,9 @@ type Config struct {
 	// makes and closes it at Close.
 	DSN string
 	// Pool, if set, is used instead of DSN. The caller owns it: Close
-	// leaves it open.
+	// leaves it open. Close the store before the pool: the store may hold
+	// a few of its connections (finished read views, see Reads in the
+	// README) until it closes, and the pool's Close waits for them.
 	Pool *pgxpool.Pool
 	// Table is the table's name, optionally schema-qualified
 	// ("schema.table"). It is created if missing. The default is "tipkv".

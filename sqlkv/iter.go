@@ -13,7 +13,9 @@ import (
 
 // Page sizes: the first page is small (a newest-first read wants one row),
 // later ones grow fourfold to maxPage, so a long range costs few round
-// trips and a short one reads little.
+// trips and a short one reads little. A reader that says how many keys it
+// expects (storage.NewIterN) gets that many in its first page, up to
+// maxPage: a point read (n = 1) is one statement with LIMIT 1.
 const (
 	firstPage = 8
 	maxPage   = 1024
@@ -35,6 +37,7 @@ type iter struct {
 	snap   *holder // the snapshot's view (not owned)
 	own    *holder // this iterator's view, once begun
 	lo, hi []byte
+	first  int // the first page's size: firstPage, or the reader's hint
 
 	full bool // all holds every row of [lo, hi): no view is needed
 	all  []kv
@@ -50,8 +53,12 @@ type iter struct {
 	pq     pageQuery
 }
 
-func newIter(s *Store, snap *holder, lo, hi []byte) *iter {
-	return &iter{s: s, snap: snap, lo: bytes.Clone(lo), hi: bytes.Clone(hi)}
+func newIter(s *Store, snap *holder, lo, hi []byte, n int) *iter {
+	first := firstPage
+	if n > 0 {
+		first = min(n, maxPage)
+	}
+	return &iter{s: s, snap: snap, lo: bytes.Clone(lo), hi: bytes.Clone(hi), first: first}
 }
 
 // fetch runs a page query on the iterator's view.
@@ -142,7 +149,7 @@ func (it *iter) seek(from, upper []byte) bool {
 		}
 		return false
 	}
-	it.limit = firstPage
+	it.limit = it.first
 	it.pq = pageQuery{from: from, upper: upper, limit: it.limit, rows: it.pq.rows}
 	if err := it.fetch(&it.pq); err != nil {
 		return it.fail(err)

@@ -21,7 +21,7 @@ import (
 //
 //	BEGIN ISOLATION LEVEL ...
 //	[LOCK TABLE, or advisory locks on key prefixes]   see guard
-//	RangeEmpty checks                                  1/(1-count(*))
+//	RangeEmpty checks, several in one statement        1/(1-count(*))
 //	Present and Equals checks, by key, locking rows    1/count(*)
 //	Absent placeholders, by key                        INSERT (k) VALUES ($1)
 //	the writes, in order                               runs of Sets or Deletes merged
@@ -235,10 +235,18 @@ func (s *Store) plan(ops []op, conds []storage.Cond) *plan {
 		}
 	}
 
+	var los, his [][]byte
 	for _, c := range conds {
 		if c.Kind == storage.RangeEmpty {
-			p.add(kCond, fmt.Sprintf("range [%x, %x) is not empty", c.Key, c.End), s.q.rangeEmpty, c.Key, c.End)
+			los, his = append(los, c.Key), append(his, c.End)
 		}
+	}
+	switch len(los) {
+	case 0:
+	case 1:
+		p.add(kCond, fmt.Sprintf("range [%x, %x) is not empty", los[0], his[0]), s.q.rangeEmpty, los[0], his[0])
+	default: // new documents in one Update: one statement, not one each
+		p.add(kCond, "a range required empty is not empty", s.q.rangesEmpty, los, his)
 	}
 	points := make([]storage.Cond, 0, len(conds))
 	for _, c := range conds {

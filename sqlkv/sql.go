@@ -27,6 +27,7 @@ type queries struct {
 	equals      string
 	equalsLock  string
 	rangeEmpty  string
+	rangesEmpty string // several ranges in one statement
 	absent      string // placeholder rows (v NULL) that hold absent keys
 	absentMany  string
 	cleanup     string // drop the placeholders the batch did not overwrite
@@ -83,9 +84,11 @@ func newQueries(t string, d Dialect) queries {
 		equals:      `SELECT 1/count(*) FROM (SELECT v FROM ` + t + ` WHERE k = $1 FOR SHARE) s WHERE s.v = $2`,
 		equalsLock:  `SELECT 1/count(*) FROM (SELECT v FROM ` + t + ` WHERE k = $1 FOR UPDATE) s WHERE s.v = $2`,
 		rangeEmpty:  `SELECT 1/(1 - count(*)) FROM (SELECT 1 FROM ` + t + ` WHERE k >= $1 AND k < $2 LIMIT 1) s`,
-		absent:      `INSERT INTO ` + t + ` (k) VALUES ($1)`,
-		absentMany:  `INSERT INTO ` + t + ` (k) SELECT unnest($1::bytea[])`,
-		cleanup:     `DELETE FROM ` + t + ` WHERE k = ANY($1::bytea[]) AND v IS NULL`,
+		rangesEmpty: `SELECT 1/(NOT EXISTS (SELECT 1 FROM unnest($1::bytea[], $2::bytea[]) AS r(lo, hi) ` +
+			`WHERE EXISTS (SELECT 1 FROM ` + t + ` WHERE k >= r.lo AND k < r.hi)))::int`,
+		absent:     `INSERT INTO ` + t + ` (k) VALUES ($1)`,
+		absentMany: `INSERT INTO ` + t + ` (k) SELECT unnest($1::bytea[])`,
+		cleanup:    `DELETE FROM ` + t + ` WHERE k = ANY($1::bytea[]) AND v IS NULL`,
 		advisory: `SELECT count(CASE WHEN u.x THEN pg_advisory_xact_lock(u.id)::text ELSE pg_advisory_xact_lock_shared(u.id)::text END) ` +
 			`FROM unnest($1::int8[], $2::bool[]) WITH ORDINALITY AS u(id, x, n)`,
 		lockTable: `LOCK TABLE ` + t + ` IN SHARE ROW EXCLUSIVE MODE`,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -55,12 +56,21 @@ type Store struct {
 	hmu        sync.Mutex
 	hub        *hub
 	done       chan struct{} // closed by Close: ends polling watches
+
+	pmu       sync.Mutex // guards the parked read views (park.go)
+	parked    []parkedConn
+	maxParked int
+	parkFor   time.Duration
+	ptimer    *time.Timer
+	pclosed   bool
 }
 
 var (
 	_ storage.Store   = (*Store)(nil)
 	_ storage.Admin   = (*Store)(nil)
 	_ storage.Watcher = (*Store)(nil)
+	_ storage.Sizer   = (*Store)(nil)
+	_ storage.Sizer   = (*snapshot)(nil)
 )
 
 // NewStore opens the table that cfg names, creating it if missing, and
@@ -97,6 +107,8 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 		s.ownPool = true
 	}
 	s.hub = newHub(s)
+	s.maxParked = max(1, min(maxParked, int(s.pool.Config().MaxConns)/4))
+	s.parkFor = parkFor
 	if err := s.createTable(ctx); err != nil {
 		if s.ownPool {
 			s.pool.Close()
@@ -196,7 +208,11 @@ func (s *Store) get(ctx context.Context, q querier, key []byte) ([]byte, error) 
 
 // NewIter implements storage.Store. The iterator reads one REPEATABLE READ
 // transaction, begun with its first page; see iter.
-func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) {
+func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) { return s.NewIterN(lo, hi, 0) }
+
+// NewIterN implements storage.Sizer: the iterator's first page holds n
+// rows (up to 1,024), so a read that wants n keys is one statement.
+func (s *Store) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
 	if len(lo) == 0 || hi == nil {
 		return nil, fmt.Errorf("%w: sqlkv: unbounded iterator [%x, %x)", storage.ErrInvalid, lo, hi)
 	}
@@ -204,7 +220,7 @@ func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) {
 		return nil, err
 	}
 	defer s.exit()
-	return newIter(s, nil, lo, hi), nil
+	return newIter(s, nil, lo, hi, n), nil
 }
 
 // NewSnapshot implements storage.Store: a REPEATABLE READ, read-only
@@ -251,6 +267,7 @@ func (s *Store) Close() error {
 		h.kill()
 	}
 	s.calls.Wait() // background commits started by iterators
+	s.closeParked()
 	if s.ownPool {
 		s.pool.Close()
 	}

@@ -341,3 +341,34 @@ func TestNoFalseConflictsOnDisjointKeys(t *testing.T) {
 		run(t, sqlkv.Serializable) // for the record: SSI's page-level predicate locks
 	})
 }
+
+// Several RangeEmpty conditions in one batch (new documents in one
+// Update) are checked in one statement: the batch applies when every
+// range is empty and fails, writing nothing, when any one is not.
+func TestSeveralRangesEmpty(t *testing.T) {
+	for _, iso := range isolations {
+		t.Run(iso.name, func(t *testing.T) {
+			s := openStore(t, sqlkv.Config{Isolation: iso.iso})
+			mustSet(t, s, vkey("b", 1), []byte("b1"))
+			batch := func(ids ...string) error {
+				return apply(s, func(b storage.Batch) {
+					for _, id := range ids {
+						require.NoError(t, b.Require(storage.Empty(doc(id), codec.PrefixEnd(doc(id)))))
+						require.NoError(t, b.Set(vkey(id, 1), []byte(id)))
+					}
+				})
+			}
+			for _, ids := range [][]string{{"a", "b", "c"}, {"b", "x"}, {"x", "b"}} {
+				require.ErrorIs(t, batch(ids...), storage.ErrConditionFailed, "%v", ids)
+			}
+			_, err := s.Get(vkey("a", 1))
+			require.ErrorIs(t, err, storage.ErrNotFound, "nothing written")
+			require.NoError(t, batch("a", "c", "d"))
+			for _, id := range []string{"a", "c", "d"} {
+				v, err := s.Get(vkey(id, 1))
+				require.NoError(t, err)
+				require.Equal(t, id, string(v))
+			}
+		})
+	}
+}

@@ -25,17 +25,46 @@ type holder struct {
 
 const beginRead = `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`
 
-// beginRead acquires a connection and begins a read-only REPEATABLE READ
-// transaction on it. The snapshot is taken by the first statement, so
-// first (a page query, or nil for a bare SELECT) is sent with BEGIN in
-// one round trip; its rows are returned.
+// beginRead begins a read-only REPEATABLE READ transaction on a
+// connection: a parked one (see park.go), whose earlier view's COMMIT goes
+// in front, or one from the pool. The snapshot is taken by the first
+// statement, so first (a page query, or nil for a bare SELECT) is sent
+// with BEGIN in one round trip; its rows are returned. A parked connection
+// that fails is dropped and the view begun again on one from the pool: a
+// read is safe to send twice.
 func (s *Store) beginRead(ctx context.Context, first *pageQuery) (*holder, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sqlkv: acquire a connection: %w", err)
+	conn := s.unpark()
+	parked := conn != nil
+	for {
+		if conn == nil {
+			var err error
+			if conn, err = s.pool.Acquire(ctx); err != nil {
+				return nil, fmt.Errorf("sqlkv: acquire a connection: %w", err)
+			}
+		}
+		err := s.sendBegin(ctx, conn, parked, first)
+		if err == nil {
+			break
+		}
+		conn.Conn().Close(ctx) // the pool drops a closed connection
+		conn.Release()
+		if !parked {
+			return nil, fmt.Errorf("sqlkv: begin a read view: %w", err)
+		}
+		conn, parked = nil, false
 	}
 	h := &holder{s: s, conn: conn}
+	s.hmu.Lock()
+	s.holders[h] = struct{}{}
+	s.hmu.Unlock()
+	return h, nil
+}
+
+func (s *Store) sendBegin(ctx context.Context, conn *pgxpool.Conn, commit bool, first *pageQuery) error {
 	b := &pgx.Batch{}
+	if commit {
+		b.Queue("COMMIT")
+	}
 	b.Queue(beginRead)
 	if first == nil {
 		b.Queue(`SELECT 1`)
@@ -43,7 +72,13 @@ func (s *Store) beginRead(ctx context.Context, first *pageQuery) (*holder, error
 		first.queue(s, b)
 	}
 	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
+	var err error
+	if commit {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		if first == nil {
 			_, err = br.Exec()
@@ -54,15 +89,7 @@ func (s *Store) beginRead(ctx context.Context, first *pageQuery) (*holder, error
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		conn.Conn().Close(ctx) // the pool drops a closed connection
-		conn.Release()
-		return nil, fmt.Errorf("sqlkv: begin a read view: %w", err)
-	}
-	s.hmu.Lock()
-	s.holders[h] = struct{}{}
-	s.hmu.Unlock()
-	return h, nil
+	return err
 }
 
 // run runs f on the held connection.
@@ -79,9 +106,9 @@ func (h *holder) run(f func(c *pgxpool.Conn) error) error {
 	return f(h.conn)
 }
 
-// release ends the transaction and returns the connection to the pool,
-// in the background: a read-only transaction has nothing to commit, and
-// the caller need not wait a round trip for it.
+// release ends the view: its connection is parked for the next view to
+// commit (park.go), or committed and returned to the pool in the
+// background. Either way the caller does not wait a round trip.
 func (h *holder) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -94,18 +121,9 @@ func (h *holder) release() {
 	h.s.hmu.Unlock()
 	conn := h.conn
 	h.conn = nil
-	if h.s.enter() != nil { // closing: no background work
-		conn.Conn().Close(context.Background())
-		conn.Release()
-		return
+	if !h.s.park(conn) {
+		h.s.endRead(conn)
 	}
-	go func() {
-		defer h.s.exit() // Close waits for it
-		if _, err := conn.Exec(context.Background(), "COMMIT"); err != nil {
-			conn.Conn().Close(context.Background())
-		}
-		conn.Release()
-	}()
 }
 
 // kill ends the holder for Store.Close: it closes the connection (the
@@ -201,7 +219,9 @@ func (sn *snapshot) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
-func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) {
+func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) { return sn.NewIterN(lo, hi, 0) }
+
+func (sn *snapshot) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
 	if len(lo) == 0 || hi == nil {
 		return nil, fmt.Errorf("%w: sqlkv: unbounded iterator [%x, %x)", storage.ErrInvalid, lo, hi)
 	}
@@ -211,7 +231,7 @@ func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) {
 	if dead {
 		return nil, storage.ErrClosed
 	}
-	return newIter(sn.s, sn.h, lo, hi), nil
+	return newIter(sn.s, sn.h, lo, hi, n), nil
 }
 
 func (sn *snapshot) Close() error {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/storage"
@@ -169,4 +170,105 @@ func TestCloseEndsViews(t *testing.T) {
 	require.False(t, ok, "Close closes watches")
 	require.NoError(t, snap.Close())
 	require.NoError(t, it.Close())
+}
+
+// A read that says it wants one key (storage.NewIterN with n = 1: a
+// document's newest version) is one round trip: BEGIN and one page of
+// LIMIT 1, with the COMMIT of the view before it in front; no COMMIT of
+// its own, no second page.
+func TestPointReadIsOneRoundTrip(t *testing.T) {
+	s, tr := tracedStore(t, sqlkv.Config{})
+	require.NoError(t, apply(s, func(b storage.Batch) {
+		for v := int64(1); v <= 20; v++ {
+			_ = b.Set(vkey("d", v), []byte(fmt.Sprint(v)))
+		}
+	}))
+	lo := doc("d")
+	hi := codec.PrefixEnd(lo)
+	tr.take()
+	const reads = 20
+	for range reads {
+		it, err := storage.NewIterN(s, lo, hi, 1)
+		require.NoError(t, err)
+		require.True(t, it.SeekPrefixGE(lo))
+		require.Equal(t, vkey("d", 20), it.Key())
+		require.NoError(t, it.Close())
+	}
+	var pages, commitsInFront int
+	for _, trip := range tr.take() {
+		if !hasSQL(trip, "ORDER BY k") {
+			// The sweep commits a view parked too long on its own: only
+			// on a machine slow enough to idle parkFor between reads.
+			require.Equal(t, "COMMIT", trip[0].sql, "a round trip of its own: %v", trip)
+			require.Len(t, trip, 1)
+			continue
+		}
+		pages++
+		last := trip[len(trip)-1]
+		require.Contains(t, last.sql, "LIMIT $3", "one page")
+		require.EqualValues(t, 1, last.args[2], "a page of one row")
+		require.Contains(t, trip[len(trip)-2].sql, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+		if trip[0].sql == "COMMIT" {
+			commitsInFront++
+		}
+	}
+	require.Equal(t, reads, pages, "one round trip per read")
+	require.Positive(t, commitsInFront, "a view's COMMIT rides in front of the next view")
+	// Unhinted, the first page is firstPage rows.
+	it, err := s.NewIter(lo, hi)
+	require.NoError(t, err)
+	require.True(t, it.First())
+	require.NoError(t, it.Close())
+	for _, trip := range tr.take() {
+		if hasSQL(trip, "ORDER BY k") { // not the sweep's COMMIT
+			require.EqualValues(t, 8, trip[len(trip)-1].args[2])
+		}
+	}
+}
+
+// A parked view's connection (its read-only transaction finished, its
+// COMMIT not yet sent) that breaks meanwhile is replaced: the next read
+// succeeds on a connection from the pool. An idle store's parked views
+// are committed and their connections returned to the pool.
+func TestParkedViews(t *testing.T) {
+	restore := sqlkv.SetParkFor(time.Hour) // parked until the next read
+	defer restore()
+	pc, err := pgxpool.ParseConfig(dsn + " application_name=sqlkv_parked")
+	require.NoError(t, err)
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close) // after the store's Close, which ends the parked view
+	s := openStore(t, sqlkv.Config{Pool: pool})
+	for i := int64(1); i <= 50; i++ {
+		mustSet(t, s, qkey("q", i), []byte("x"))
+	}
+	read := func() {
+		it, err := storage.NewIterN(s, qprefix("q"), codec.PrefixEnd(qprefix("q")), 2)
+		require.NoError(t, err)
+		require.True(t, it.First())
+		require.Equal(t, qkey("q", 1), it.Key())
+		require.NoError(t, it.Close())
+	}
+	killed := 0
+	for range 10 {
+		read()
+		// Break the connection parked by the read (unless the sweep
+		// committed it already): the next read must not fail.
+		var n int
+		require.NoError(t, s.Pool().QueryRow(context.Background(), "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'sqlkv_parked' AND state = 'idle in transaction'").Scan(&n))
+		killed += n
+	}
+	read()
+	require.Equal(t, 10, killed, "each read parked its connection")
+	require.EqualValues(t, 1, s.Pool().Stat().AcquiredConns(), "parked")
+
+	restore()
+	s2 := second(t, s)
+	it, err := s2.NewIter(qprefix("q"), codec.PrefixEnd(qprefix("q")))
+	require.NoError(t, err)
+	require.True(t, it.First())
+	require.NoError(t, it.Close())
+	for s2.Pool().Stat().AcquiredConns() != 0 { // the sweep returns it
+		time.Sleep(time.Millisecond) // waiting for the event, not for a time
+	}
 }

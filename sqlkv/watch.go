@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,6 +30,10 @@ import (
 // Any other Watch (a range outside the notified families, a dialect
 // without LISTEN, or NoWatch) wakes every PollInterval: the contract
 // allows spurious wake-ups, and the caller's re-read finds what changed.
+// So does a Watch made while the listening connection cannot be opened
+// (within listenTimeout, whatever the caller's ctx: the connection serves
+// every watch of the store, so one caller's short deadline must not cut
+// it).
 func (s *Store) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
 	if len(lo) == 0 || bytes.Compare(lo, hi) >= 0 {
 		return nil, fmt.Errorf("%w: sqlkv: watch of an empty or unbounded range [%x, %x)", storage.ErrInvalid, lo, hi)
@@ -40,7 +45,14 @@ func (s *Store) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, erro
 	if s.cfg.NoWatch || !s.notifiedFamily(lo, hi) {
 		return s.poll(ctx), nil
 	}
-	return s.hub.add(ctx, bytes.Clone(lo), bytes.Clone(hi))
+	ch, err := s.hub.add(ctx, bytes.Clone(lo), bytes.Clone(hi))
+	if err != nil && !errors.Is(err, storage.ErrClosed) {
+		// No listening connection (the server is restarting, or too busy
+		// to accept one in time): poll meanwhile; the next Watch tries to
+		// listen again.
+		return s.poll(ctx), nil
+	}
+	return ch, err
 }
 
 // notifiedFamily reports whether [lo, hi) lies inside one notified family.
@@ -99,6 +111,9 @@ type watcher struct {
 	l      *listener
 }
 
+// listenTimeout bounds the opening of the listening connection.
+const listenTimeout = 10 * time.Second
+
 func newHub(s *Store) *hub { return &hub{s: s, watchers: map[*watcher]struct{}{}} }
 
 func (h *hub) add(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
@@ -108,7 +123,9 @@ func (h *hub) add(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
 		return nil, storage.ErrClosed
 	}
 	if h.l == nil {
-		l, err := h.listen(ctx)
+		lctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
+		l, err := h.listen(lctx)
+		cancel()
 		if err != nil {
 			return nil, err
 		}

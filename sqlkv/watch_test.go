@@ -82,3 +82,26 @@ func TestWatchBreaks(t *testing.T) {
 	_, ok := <-ch
 	require.True(t, ok)
 }
+
+// A Watch whose context ends at once (a Wait with a deadline of a
+// millisecond) still opens the listening connection, which serves every
+// watch of the store, under a timeout of its own: the caller's deadline
+// ends its watch, not the connection. Before, the connection's dial took
+// the caller's deadline and failed with an i/o timeout.
+func TestWatchShortDeadline(t *testing.T) {
+	s := openStore(t, sqlkv.Config{})
+	k := stateKey("jobs")
+	for range 20 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Microsecond)
+		ch, err := s.Watch(ctx, k, codec.PrefixEnd(k))
+		require.NoError(t, err)
+		for range ch { // closed when ctx ends
+		}
+		cancel()
+	}
+	ch, err := s.Watch(context.Background(), k, codec.PrefixEnd(k))
+	require.NoError(t, err)
+	mustSet(t, second(t, s), k, []byte("tail"))
+	_, ok := <-ch
+	require.True(t, ok)
+}

@@ -85,8 +85,11 @@ type decoded struct {
 
 // decode decodes a stored value: msgpack first (the default codec), else
 // JSON. The two overlap only on a JSON number of one digit, which is also
-// a whole msgpack value (the integers 48 to 57): it shows as msgpack.
+// a whole msgpack value (the integers 48 to 57): it shows as msgpack. raw
+// is copied: a scan's value is the iterator's, valid only until its next
+// step.
 func decode(raw []byte) decoded {
+	raw = bytes.Clone(raw)
 	v, err := decodeValue(raw)
 	if err != nil && json.Valid(raw) {
 		var buf bytes.Buffer

@@ -111,6 +111,7 @@ type checker struct {
 	prevVersion int64
 	gapShown    bool
 	heads       map[string]int64 // queue name -> stored head
+	counts      map[string]queuefmt.State
 	dead        []deadLetter
 }
 
@@ -122,7 +123,7 @@ func Store(r storage.Reader, o Options) Report {
 	if o.Max < 0 {
 		o.Max = 0
 	}
-	ck := &checker{o: o, r: r, heads: map[string]int64{}}
+	ck := &checker{o: o, r: r, heads: map[string]int64{}, counts: map[string]queuefmt.State{}}
 	metaRead := true
 	for _, f := range Families {
 		if err := ck.scan(f); err != nil {
@@ -226,6 +227,9 @@ func (ck *checker) visit(f Family, k, v []byte) {
 			return
 		}
 		ck.heads[name] = st.Head
+		if st.Counted {
+			ck.counts[name] = st
+		}
 		if st.Head > st.Tail {
 			ck.add("queue", k, "head %d is past tail %d", st.Head, st.Tail)
 		}
@@ -340,7 +344,8 @@ func (ck *checker) payload(k, v []byte) {
 }
 
 // queues checks, after the scan, that no message lies below its queue's
-// stored head (consumed messages are deleted) and that no sequence number
+// stored head (consumed messages are deleted), that a stored count is
+// right, and that no sequence number
 // is both a message and a dead letter (a dead letter keeps its number,
 // which is never reused).
 func (ck *checker) queues() {
@@ -357,6 +362,27 @@ func (ck *checker) queues() {
 		}
 		if err := it.Error(); err != nil {
 			ck.readFailed("queue-items", err)
+		}
+		_ = it.Close()
+	}
+	// A counted state's count is the number of messages below its end.
+	for name, st := range ck.counts {
+		lo := codec.AppendString([]byte{0x02}, name)
+		hi := codec.AppendAsc(bytes.Clone(lo), st.CountTo)
+		lo = codec.AppendAsc(lo, st.Head)
+		it, err := ck.r.NewIter(lo, hi)
+		if err != nil {
+			ck.readFailed("queue-items", err)
+			continue
+		}
+		var n int64
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Error(); err != nil {
+			ck.readFailed("queue-items", err)
+		} else if n != st.Count {
+			ck.add("queue", codec.AppendString([]byte{0x03}, name), "the state counts %d messages below %d, the queue holds %d", st.Count, st.CountTo, n)
 		}
 		_ = it.Close()
 	}

@@ -48,8 +48,8 @@ func store(t *testing.T) (storage.Store, func(kv ...[]byte)) {
 	set(vkey("c", "a", 1), []byte{0x01}, vkey("c", "a", 2), []byte{0x02}, vkey("c", "a", 3), []byte{docfmt.DeleteMarker},
 		vkey("c", "b", 7), []byte{0xc0}, // pruned below 7: fine
 		codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 5), []byte(`{"x":1}`),
-		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{At: 1}), 0x01), // leased on a shared engine
-		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5}),
+		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{At: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), 0x01), // leased on a shared engine, with headers
+		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 2, CountTo: 5}),
 		qkey(0x05, "q", 2), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 0x01))
 	return s, set
 }
@@ -74,6 +74,7 @@ func TestProblems(t *testing.T) {
 		{"a version gap", [][]byte{vkey("c", "a", 2), nil}, "versions", "versions 3 then 1: 2 missing"},
 		{"a message below the head", [][]byte{qkey(0x02, "q", 1), item()}, "queue", "below the queue's head 3"},
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
+		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
 		{"an unknown family", [][]byte{{0x09, 0x01}, {0x01}}, "key", "unknown family 0x09"},
 		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad collection segment"},

@@ -48,6 +48,8 @@ func queueCases() []Case {
 		{"CorruptValue", testQueueCorruptValue},
 		{"EnqueueOrderIsCommitOrder", testQueueCommitOrder},
 		{"Restart", testQueueRestart},
+		{"Headers", testQueueHeaders},
+		{"ReopenCounts", testQueueReopenCounts},
 		{"SeqNeverReused", testQueueSeqNeverReused},
 		{"Names", testQueueNames},
 		{"NamesErrors", testQueueNamesErrors},

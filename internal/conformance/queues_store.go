@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -359,4 +360,100 @@ func testQueueUseAfterClose(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, tipkv.ErrClosed)
 	_, err = queue.Open[int](db, "q", nil)
 	require.ErrorIs(t, err, tipkv.ErrClosed)
+}
+
+// Headers ride along with a message through every path: Receive, a
+// redelivery, Pop, Peek, the dead-letter queue and Requeue, and a restart.
+// Messages without headers have none.
+func testQueueHeaders(t *testing.T, b Backend) {
+	db := b.Open(t, nil)
+	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
+	trace := queue.Headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "vendor=x", "": "empty key"}
+	require.NoError(t, q.EnqueueWith(db, queue.EnqueueOptions{Headers: trace}, "a", "b"))
+	require.NoError(t, q.Enqueue(db, "plain"))
+	require.NoError(t, db.Update(func(batch *tipkv.Batch) error {
+		return q.EnqueueWith(batch, queue.EnqueueOptions{Headers: queue.Headers{"k": "in an update"}}, "c")
+	}))
+
+	peeked := qPeekAll(t, q)
+	require.Len(t, peeked, 4)
+	require.Equal(t, trace, peeked[0].Headers)
+	require.Equal(t, trace, peeked[1].Headers)
+	require.Nil(t, peeked[2].Headers)
+	require.Equal(t, queue.Headers{"k": "in an update"}, peeked[3].Headers)
+
+	ms := qReceive(t, q, 1, time.Hour)
+	require.Equal(t, "a", ms[0].Value)
+	require.Equal(t, trace, ms[0].Headers)
+	require.NoError(t, q.Ack(db, ms[0].ID))
+	popped, err := q.Pop(1)
+	require.NoError(t, err)
+	require.Equal(t, trace, popped[0].Headers)
+
+	// "plain" and "c" are delivered once, released, then dead: MaxAttempts 1.
+	ms = qReceive(t, q, 2, time.Hour)
+	require.Nil(t, ms[0].Headers)
+	require.Equal(t, queue.Headers{"k": "in an update"}, ms[1].Headers)
+	for _, m := range ms {
+		require.NoError(t, q.Release(m.ID, 0))
+	}
+	got, err := q.Receive(10, time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	dead := qDead(t, q)
+	require.Len(t, dead, 2)
+	require.Nil(t, dead[0].Headers)
+	require.Equal(t, queue.Headers{"k": "in an update"}, dead[1].Headers)
+	require.NoError(t, q.Requeue(db, dead[1].Seq))
+
+	if b.Reopen != nil {
+		db = b.Reopen(t, db, nil)
+		q = qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
+	}
+	ms = qReceive(t, q, 1, time.Hour)
+	require.Equal(t, "c", ms[0].Value)
+	require.Equal(t, queue.Headers{"k": "in an update"}, ms[0].Headers)
+	require.Equal(t, 1, ms[0].Attempts)
+
+	big := queue.Headers{"k": strings.Repeat("x", queue.MaxHeadersSize)}
+	require.ErrorIs(t, q.EnqueueWith(db, queue.EnqueueOptions{Headers: big}, "too big"), tipkv.ErrInvalid)
+	require.Equal(t, 1, q.Len(), "nothing written")
+	Healthy(t, db)
+}
+
+// A queue reopened after many enqueues and consumes, some in flight when
+// it closed, counts its messages right without walking them (the stored
+// count), and a straggler leased and never acked at the head comes back
+// first.
+func testQueueReopenCounts(t *testing.T, b Backend) {
+	if b.Reopen == nil {
+		t.Skip("the backend cannot reopen a store")
+	}
+	clock := newQClock()
+	opts := &tipkv.Options{Clock: clock.Now}
+	db := b.Open(t, opts)
+	q := qOpen[int](t, db, "q", nil)
+	n := b.N(3000)
+	for i := 0; i < n; i += 7 {
+		vals := make([]int, min(7, n-i))
+		for k := range vals {
+			vals[k] = i + k
+		}
+		require.NoError(t, q.Enqueue(db, vals...))
+	}
+	straggler := qReceive(t, q, 1, time.Hour)
+	consumed := qReceive(t, q, n/2, time.Hour)
+	qAck(t, db, q, qIDs(consumed))
+	want := n - n/2
+	require.Equal(t, want, q.Len())
+	db = b.Reopen(t, db, opts)
+	q = qOpen[int](t, db, "q", nil)
+	require.Equal(t, want, q.Len())
+	// On a shared engine the lease outlives the restart: let it end.
+	clock.Advance(time.Hour + qLapse(t, db) + time.Second)
+	ms := qReceive(t, q, 1, time.Hour)
+	require.Equal(t, straggler[0].Value, ms[0].Value)
+	require.Equal(t, 2, ms[0].Attempts)
+	require.Equal(t, want, q.Len())
+	Healthy(t, db)
 }

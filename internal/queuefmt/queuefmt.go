@@ -8,11 +8,28 @@
 //	leased item  02 | name | asc(seq)   0x04 | the same fields | payload
 //	dead letter  05 | name | asc(seq)   0x02 | the same fields | payload
 //	                                    or 0x03 | the stored bytes of an item whose header was corrupt
+//	with headers                        tag|0x10 | the same fields | uvarint len | headers | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
+//	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
 //
 // Times are Unix nanoseconds, 0 for none. For an item, at is when it becomes
 // visible (0: at once); for a leased item, when its lease ends; for a dead
 // letter, when it was moved there.
+//
+// Headers (tags 0x11, 0x12, 0x14: an item, dead letter or leased item whose
+// producer set headers) are len bytes of pairs, each uvarint key length |
+// key | uvarint value length | value, keys in increasing order, none twice.
+// They carry metadata such as trace context. A message without headers
+// keeps the tag without 0x10, so values written before headers existed
+// read as they did. Example: an item enqueued at 5 with the header
+// "k" = "v", payload 0xAB: 11 00 0a 00 04 01 6b 01 76 ab.
+//
+// The counted state (tag 0x02, written by exclusive engines) adds count,
+// the number of live messages with a sequence number below countTo. It
+// lets a process open a queue with a few seeks instead of walking every
+// live message: it counts only the messages at countTo and after. A reader
+// that predates tags 0x02 (state) and 0x1x (items) takes such values for
+// corrupt.
 //
 // Leased items are written only on shared engines (Caps.Shared), where a
 // lease must live in the store for the other processes to see it; on an
@@ -35,7 +52,15 @@ const (
 	DeadRawFormat = 0x03 // tag | the bytes of a queue item whose header was corrupt
 	LeasedFormat  = 0x04 // a message in the queue, leased until at (shared engines)
 	StateFormat   = 0x01 // the queue-state key
+	CountedFormat = 0x02 // the queue-state key with a count of live messages
+
+	// HeadersFlag is or-ed into an item, leased item or dead letter tag
+	// whose value carries headers.
+	HeadersFlag = 0x10
 )
+
+// MaxHeadersSize bounds the encoded headers of one message, in bytes.
+const MaxHeadersSize = 16 << 10
 
 // MaxSeq bounds sequence numbers, far beyond any queue's life: a queue that
 // takes a billion messages a second runs 146 years.
@@ -49,23 +74,91 @@ type Header struct {
 	Attempts int   // deliveries so far
 	Enqueued int64 // Unix ns
 	At       int64 // Unix ns: visible-at for items, moved-at for dead letters
+	// Headers are the encoded header pairs (see AppendPair), nil for none.
+	// ParseHeader checks them and returns them aliasing the value.
+	Headers []byte
 }
 
-// AppendHeader appends tag and h to dst.
+// AppendHeader appends tag and h to dst: tag|HeadersFlag if h has headers.
 func AppendHeader(dst []byte, tag byte, h Header) []byte {
+	if len(h.Headers) > 0 {
+		tag |= HeadersFlag
+	}
 	dst = append(dst, tag)
 	dst = binary.AppendUvarint(dst, uint64(h.Attempts))
 	dst = binary.AppendVarint(dst, h.Enqueued)
-	return binary.AppendVarint(dst, h.At)
+	dst = binary.AppendVarint(dst, h.At)
+	if len(h.Headers) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(h.Headers)))
+		dst = append(dst, h.Headers...)
+	}
+	return dst
 }
 
-// ParseHeader splits a stored value that must start with tag into its
-// header and payload. The payload aliases v.
+// AppendPair appends one header pair to dst, an encoding of headers. The
+// caller appends pairs in increasing order of key, each key once.
+func AppendPair(dst []byte, key, value string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	dst = append(dst, key...)
+	dst = binary.AppendUvarint(dst, uint64(len(value)))
+	return append(dst, value...)
+}
+
+// Pairs calls f with each pair of the encoded headers hs, checked by
+// ParseHeader (or CheckHeaders) first; key and value alias hs.
+func Pairs(hs []byte, f func(key, value []byte)) {
+	for len(hs) > 0 {
+		k, v, rest, err := nextPair(hs)
+		if err != nil {
+			return
+		}
+		f(k, v)
+		hs = rest
+	}
+}
+
+func nextPair(hs []byte) (key, value, rest []byte, err error) {
+	n, w := binary.Uvarint(hs)
+	if w <= 0 || n > uint64(len(hs)-w) {
+		return nil, nil, nil, fmt.Errorf("%w: bad header key", codec.ErrCorrupt)
+	}
+	key, hs = hs[w:w+int(n)], hs[w+int(n):]
+	n, w = binary.Uvarint(hs)
+	if w <= 0 || n > uint64(len(hs)-w) {
+		return nil, nil, nil, fmt.Errorf("%w: bad header value", codec.ErrCorrupt)
+	}
+	return key, hs[w : w+int(n)], hs[w+int(n):], nil
+}
+
+// CheckHeaders checks encoded headers: well formed, keys in increasing
+// order and none twice, at most MaxHeadersSize bytes.
+func CheckHeaders(hs []byte) error {
+	if len(hs) > MaxHeadersSize {
+		return fmt.Errorf("%w: headers of %d bytes, over %d", codec.ErrCorrupt, len(hs), MaxHeadersSize)
+	}
+	var last []byte
+	for first := true; len(hs) > 0; first = false {
+		k, _, rest, err := nextPair(hs)
+		if err != nil {
+			return err
+		}
+		if !first && string(k) <= string(last) {
+			return fmt.Errorf("%w: header keys out of order", codec.ErrCorrupt)
+		}
+		last, hs = k, rest
+	}
+	return nil
+}
+
+// ParseHeader splits a stored value that must start with tag (or
+// tag|HeadersFlag) into its header and payload. The payload and headers
+// alias v.
 func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 	var h Header
-	if len(v) == 0 || v[0] != tag {
+	if len(v) == 0 || v[0]&^HeadersFlag != tag || tag&HeadersFlag != 0 || tag == DeadRawFormat {
 		return h, nil, fmt.Errorf("%w: value does not start with tag 0x%02x", codec.ErrCorrupt, tag)
 	}
+	withHeaders := v[0]&HeadersFlag != 0
 	rest := v[1:]
 	a, n := binary.Uvarint(rest)
 	if n <= 0 || a > maxAttempts {
@@ -82,14 +175,26 @@ func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: bad time", codec.ErrCorrupt)
 	}
 	h.Attempts, h.Enqueued, h.At = int(a), e, at
-	return h, rest[n:], nil
+	rest = rest[n:]
+	if withHeaders {
+		l, n := binary.Uvarint(rest)
+		if n <= 0 || l == 0 || l > uint64(len(rest)-n) {
+			return Header{}, nil, fmt.Errorf("%w: bad headers length", codec.ErrCorrupt)
+		}
+		hs := rest[n : n+int(l)]
+		if err := CheckHeaders(hs); err != nil {
+			return Header{}, nil, err
+		}
+		h.Headers, rest = hs, rest[n+int(l):]
+	}
+	return h, rest, nil
 }
 
 // ParseItem splits a stored queue item, leased (LeasedFormat) or not
 // (ItemFormat), into its header and payload, and says which it is. The
 // payload aliases v.
 func ParseItem(v []byte) (h Header, leased bool, payload []byte, err error) {
-	if len(v) > 0 && v[0] == LeasedFormat {
+	if len(v) > 0 && v[0]&^HeadersFlag == LeasedFormat {
 		h, payload, err = ParseHeader(v, LeasedFormat)
 		return h, true, payload, err
 	}
@@ -99,32 +204,55 @@ func ParseItem(v []byte) (h Header, leased bool, payload []byte, err error) {
 
 // State is what the queue-state key holds: every sequence number below Head
 // is consumed and deleted; Tail is at most the next one to assign. Both are
-// lower bounds (see the queue package doc).
+// lower bounds (see the queue package doc). If Counted, Count is the
+// number of live messages below CountTo (at most Tail).
 type State struct {
-	Head, Tail int64
+	Head, Tail     int64
+	Counted        bool
+	Count, CountTo int64
 }
 
-// AppendState appends the encoding of s to dst.
+// AppendState appends the encoding of s to dst: tag CountedFormat if s is
+// Counted, StateFormat if not.
 func AppendState(dst []byte, s State) []byte {
-	dst = append(dst, StateFormat)
+	tag := byte(StateFormat)
+	if s.Counted {
+		tag = CountedFormat
+	}
+	dst = append(dst, tag)
 	dst = binary.AppendUvarint(dst, uint64(s.Head))
-	return binary.AppendUvarint(dst, uint64(s.Tail))
+	dst = binary.AppendUvarint(dst, uint64(s.Tail))
+	if s.Counted {
+		dst = binary.AppendUvarint(dst, uint64(s.Count))
+		dst = binary.AppendUvarint(dst, uint64(s.CountTo))
+	}
+	return dst
 }
 
 // ParseState decodes a queue-state value.
 func ParseState(v []byte) (State, error) {
-	if len(v) == 0 || v[0] != StateFormat {
-		return State{}, fmt.Errorf("%w: queue state does not start with tag 0x%02x", codec.ErrCorrupt, StateFormat)
+	if len(v) == 0 || (v[0] != StateFormat && v[0] != CountedFormat) {
+		return State{}, fmt.Errorf("%w: queue state does not start with tag 0x%02x or 0x%02x", codec.ErrCorrupt, StateFormat, CountedFormat)
+	}
+	var nums [4]int64
+	n := 2
+	if v[0] == CountedFormat {
+		n = 4
 	}
 	rest := v[1:]
-	h, n := binary.Uvarint(rest)
-	if n <= 0 || h > MaxSeq {
-		return State{}, fmt.Errorf("%w: queue state: bad head", codec.ErrCorrupt)
+	for i := range n {
+		x, w := binary.Uvarint(rest)
+		if w <= 0 || x > MaxSeq || (i == n-1 && w != len(rest)) {
+			return State{}, fmt.Errorf("%w: queue state: bad %s", codec.ErrCorrupt, [4]string{"head", "tail", "count", "count end"}[i])
+		}
+		nums[i], rest = int64(x), rest[w:]
 	}
-	rest = rest[n:]
-	t, n := binary.Uvarint(rest)
-	if n <= 0 || t > MaxSeq || n != len(rest) {
-		return State{}, fmt.Errorf("%w: queue state: bad tail", codec.ErrCorrupt)
+	s := State{Head: nums[0], Tail: nums[1]}
+	if n == 4 {
+		s.Counted, s.Count, s.CountTo = true, nums[2], nums[3]
+		if s.CountTo > s.Tail {
+			return State{}, fmt.Errorf("%w: queue state: count end %d past tail %d", codec.ErrCorrupt, s.CountTo, s.Tail)
+		}
 	}
-	return State{Head: int64(h), Tail: int64(t)}, nil
+	return s, nil
 }

@@ -3,6 +3,7 @@ package queuefmt_test
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/tipkv/tipkv/codec"
@@ -13,7 +14,7 @@ func TestRoundTrip(t *testing.T) {
 	h := queuefmt.Header{Attempts: 3, Enqueued: 1700000000000000000, At: -5}
 	v := append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, h), "payload"...)
 	got, rest, err := queuefmt.ParseHeader(v, queuefmt.ItemFormat)
-	if err != nil || got != h || string(rest) != "payload" {
+	if err != nil || !reflect.DeepEqual(got, h) || string(rest) != "payload" {
 		t.Fatalf("got %+v %q %v", got, rest, err)
 	}
 	if _, _, err := queuefmt.ParseHeader(v, queuefmt.DeadFormat); !errors.Is(err, codec.ErrCorrupt) {
@@ -22,7 +23,7 @@ func TestRoundTrip(t *testing.T) {
 	for _, tag := range []byte{queuefmt.ItemFormat, queuefmt.LeasedFormat} {
 		v := append(queuefmt.AppendHeader(nil, tag, h), "payload"...)
 		got, leased, rest, err := queuefmt.ParseItem(v)
-		if err != nil || got != h || leased != (tag == queuefmt.LeasedFormat) || string(rest) != "payload" {
+		if err != nil || !reflect.DeepEqual(got, h) || leased != (tag == queuefmt.LeasedFormat) || string(rest) != "payload" {
 			t.Fatalf("item 0x%02x: got %+v %v %q %v", tag, got, leased, rest, err)
 		}
 	}
@@ -31,10 +32,60 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("an item with tag 0x%02x: %v", tag, err)
 		}
 	}
-	s := queuefmt.State{Head: 7, Tail: 9}
-	gs, err := queuefmt.ParseState(queuefmt.AppendState(nil, s))
-	if err != nil || gs != s {
-		t.Fatalf("state %+v %v", gs, err)
+	for _, s := range []queuefmt.State{{Head: 7, Tail: 9}, {Head: 7, Tail: 9, Counted: true, Count: 2, CountTo: 9}} {
+		gs, err := queuefmt.ParseState(queuefmt.AppendState(nil, s))
+		if err != nil || gs != s {
+			t.Fatalf("state %+v %v", gs, err)
+		}
+	}
+	// A count that ends past the tail is corrupt.
+	bad := queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 2, Counted: true, CountTo: 3})
+	if _, err := queuefmt.ParseState(bad); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("count past tail: %v", err)
+	}
+}
+
+// The package doc's worked example, and headers on every tag that takes
+// them.
+func TestHeaders(t *testing.T) {
+	hs := queuefmt.AppendPair(nil, "k", "v")
+	v := append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Enqueued: 5, Headers: hs}), 0xab)
+	want := []byte{0x11, 0x00, 0x0a, 0x00, 0x04, 0x01, 'k', 0x01, 'v', 0xab}
+	if !bytes.Equal(v, want) {
+		t.Fatalf("got % x, want % x", v, want)
+	}
+	hs = queuefmt.AppendPair(queuefmt.AppendPair(nil, "traceparent", "00-abc-def-01"), "tracestate", "x=1")
+	for _, tag := range []byte{queuefmt.ItemFormat, queuefmt.LeasedFormat, queuefmt.DeadFormat} {
+		h := queuefmt.Header{Attempts: 2, Enqueued: 3, At: 4, Headers: hs}
+		v := append(queuefmt.AppendHeader(nil, tag, h), "p"...)
+		if v[0] != tag|queuefmt.HeadersFlag {
+			t.Fatalf("tag 0x%02x written as 0x%02x", tag, v[0])
+		}
+		got, rest, err := queuefmt.ParseHeader(v, tag)
+		if err != nil || !reflect.DeepEqual(got, h) || string(rest) != "p" {
+			t.Fatalf("tag 0x%02x: %+v %q %v", tag, got, rest, err)
+		}
+		var pairs []string
+		queuefmt.Pairs(got.Headers, func(k, v []byte) { pairs = append(pairs, string(k)+"="+string(v)) })
+		if !reflect.DeepEqual(pairs, []string{"traceparent=00-abc-def-01", "tracestate=x=1"}) {
+			t.Fatalf("pairs %q", pairs)
+		}
+	}
+	// Keys out of order or twice, an empty section and a length past the
+	// value are corrupt.
+	for _, hs := range [][]byte{
+		queuefmt.AppendPair(queuefmt.AppendPair(nil, "b", ""), "a", ""),
+		queuefmt.AppendPair(queuefmt.AppendPair(nil, "a", ""), "a", ""),
+	} {
+		v := queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Headers: hs})
+		if _, _, err := queuefmt.ParseHeader(v, queuefmt.ItemFormat); !errors.Is(err, codec.ErrCorrupt) {
+			t.Fatalf("headers % x: %v", hs, err)
+		}
+	}
+	for _, v := range [][]byte{{0x11, 0, 0, 0, 0}, {0x11, 0, 0, 0, 5, 1, 'k'}} {
+		if _, _, err := queuefmt.ParseHeader(v, queuefmt.ItemFormat); !errors.Is(err, codec.ErrCorrupt) {
+			t.Fatalf("% x: %v", v, err)
+		}
 	}
 }
 
@@ -45,6 +96,9 @@ func FuzzParse(f *testing.F) {
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Attempts: 1, Enqueued: 2, At: 3}))
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{Attempts: 4, Enqueued: 5, At: 6}))
 	f.Add(queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 2}))
+	f.Add(queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 9, Counted: true, Count: 3, CountTo: 8}))
+	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Attempts: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), "x"...))
+	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Headers: queuefmt.AppendPair(queuefmt.AppendPair(nil, "a", "1"), "b", "2")}))
 	f.Add([]byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -59,8 +113,12 @@ func FuzzParse(f *testing.F) {
 			if h.Attempts < 0 {
 				t.Fatalf("negative attempts from %x", v)
 			}
+			if queuefmt.CheckHeaders(h.Headers) != nil {
+				t.Fatalf("%x: headers % x pass ParseHeader but not CheckHeaders", v, h.Headers)
+			}
+			queuefmt.Pairs(h.Headers, func(k, v []byte) {})
 			again := append(queuefmt.AppendHeader(nil, tag, h), rest...)
-			if h2, rest2, err := queuefmt.ParseHeader(again, tag); err != nil || h2 != h || !bytes.Equal(rest2, rest) {
+			if h2, rest2, err := queuefmt.ParseHeader(again, tag); err != nil || !reflect.DeepEqual(h2, h) || !bytes.Equal(rest2, rest) {
 				t.Fatalf("%x: %+v does not round trip", v, h)
 			}
 		}
@@ -70,12 +128,12 @@ func FuzzParse(f *testing.F) {
 			if !errors.Is(err, codec.ErrCorrupt) {
 				t.Fatalf("error %v does not match ErrCorrupt", err)
 			}
-		case leased != (v[0] == queuefmt.LeasedFormat):
+		case leased != (v[0]&^queuefmt.HeadersFlag == queuefmt.LeasedFormat):
 			t.Fatalf("%x: leased is %v", v, leased)
 		default:
-			tag := v[0]
+			tag := v[0] &^ queuefmt.HeadersFlag
 			again := append(queuefmt.AppendHeader(nil, tag, h), rest...)
-			if h2, l2, rest2, err := queuefmt.ParseItem(again); err != nil || h2 != h || l2 != leased || !bytes.Equal(rest2, rest) {
+			if h2, l2, rest2, err := queuefmt.ParseItem(again); err != nil || !reflect.DeepEqual(h2, h) || l2 != leased || !bytes.Equal(rest2, rest) {
 				t.Fatalf("%x: item %+v does not round trip", v, h)
 			}
 		}
@@ -86,8 +144,11 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if s.Head < 0 || s.Tail < 0 || s.Head > queuefmt.MaxSeq || s.Tail > queuefmt.MaxSeq {
+		if s.Head < 0 || s.Tail < 0 || s.Head > queuefmt.MaxSeq || s.Tail > queuefmt.MaxSeq || s.Count < 0 || s.CountTo > s.Tail {
 			t.Fatalf("%x: state %+v out of range", v, s)
+		}
+		if s2, err := queuefmt.ParseState(queuefmt.AppendState(nil, s)); err != nil || s2 != s {
+			t.Fatalf("%x: state %+v does not round trip", v, s)
 		}
 	})
 }

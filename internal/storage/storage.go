@@ -195,9 +195,11 @@ type Iter interface {
 }
 
 // Batch is an atomic group of writes and the conditions they depend on. It
-// is not safe for concurrent use. A batch may keep the slices it is given
-// (keys, values, a condition's bytes) until it is closed: the caller must
-// not change them meanwhile.
+// is not safe for concurrent use. A batch copies what it is given (keys,
+// values, a condition's bytes): the caller may reuse its buffers as soon as
+// a call returns. The packages above recycle buffers on their hot paths,
+// so an engine that kept the caller's slices would send whatever the next
+// write put there (storetest's BatchCopies checks it).
 //
 // Writes apply in the order they were added: a later write to a key wins,
 // a Set after a DeleteRange over its key survives. Conditions are checked

@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -80,6 +81,9 @@ func (b *batch) Require(c storage.Cond) error {
 	if err := b.room(c.Size()); err != nil {
 		return err
 	}
+	// Set, Delete and DeleteRange copy into Pebble's batch; a condition
+	// is kept until Apply, so it is copied here.
+	c.Key, c.End, c.Value = bytes.Clone(c.Key), bytes.Clone(c.End), bytes.Clone(c.Value)
 	b.conds = append(b.conds, c)
 	b.size += c.Size() + entryOverhead
 	return nil

@@ -63,6 +63,7 @@ func Run(t *testing.T, h Harness) {
 		{"IterSizeHint", testIterN},
 		{"BatchOrder", testBatchOrder},
 		{"BatchEmptyAndLen", testBatchEmpty},
+		{"BatchCopies", testBatchCopies},
 		{"Conditions", testConditions},
 		{"ConditionFailureWritesNothing", testConditionAtomic},
 		{"ConditionsSeeStateBeforeBatch", testConditionsBefore},
@@ -402,6 +403,44 @@ func testBatchOrder(t *testing.T, h Harness) {
 	})
 	_, vals := scan(t, s, qprefix("q"), codec.PrefixEnd(qprefix("q")))
 	require.Equal(t, []string{"three", "b", "y", "after overlap", "at the range end"}, vals)
+}
+
+// A batch copies what it is given: the callers recycle one buffer for
+// every key and value of a call, and for a condition's bytes.
+func testBatchCopies(t *testing.T, h Harness) {
+	s := open(t, h)
+	set(t, s, qkey("c", 1), []byte("old"))
+	buf := make([]byte, 0, 64)
+	fill := func(b []byte, x byte) {
+		for i := range b {
+			b[i] = x
+		}
+	}
+	mustApply(t, s, func(b storage.Batch) {
+		// One buffer behind the condition's key and value, then every
+		// write's key and value; each overwritten once the call returns.
+		k := append(buf[:0], qkey("c", 1)...)
+		v := []byte("old")
+		require.NoError(t, b.Require(storage.Equals(k, v)))
+		fill(k, 0xEE)
+		fill(v, 'x')
+		for i := int64(2); i <= 4; i++ {
+			k = append(buf[:0], qkey("c", i)...)
+			v = append(k[len(k):len(k)], fmt.Sprint(i)...)
+			require.NoError(t, b.Set(k, v))
+			fill(k, 0xEE)
+			fill(v, 'x')
+		}
+		k = append(buf[:0], qkey("c", 1)...)
+		require.NoError(t, b.Delete(k))
+		fill(k, 0xEE)
+		lo, hi := append(buf[:0], qkey("c", 10)...), qkey("c", 20)
+		require.NoError(t, b.DeleteRange(lo, hi))
+		fill(lo, 0xEE)
+	})
+	keys, vals := scan(t, s, qprefix("c"), codec.PrefixEnd(qprefix("c")))
+	require.Len(t, keys, 3)
+	require.Equal(t, []string{"2", "3", "4"}, vals)
 }
 
 func testBatchEmpty(t *testing.T, h Harness) {
