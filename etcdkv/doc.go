@@ -6,7 +6,7 @@
 //	db, err := etcdkv.Open(ctx, etcdkv.Config{
 //		Endpoints: []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"},
 //		Namespace: "/tipkv/orders/",
-//	})
+//	}, nil)
 //
 // Choose etcd for availability and several writers, not for capacity: one
 // Raft group holds every key, each member holds all of them, and etcd's

@@ -80,11 +80,6 @@ type Config struct {
 
 	// Logger receives the etcd client's logs. The default discards them.
 	Logger *zap.Logger
-
-	// Options are the tipkv options of the DB that Open returns (Clock,
-	// MaxRetries, NoSync; the Pebble fields are ignored). Nil means the
-	// defaults.
-	Options *tipkv.Options
 }
 
 // Defaults of Config.
@@ -124,15 +119,18 @@ func (c Config) withDefaults() Config {
 
 // Open connects to the cluster and returns a tipkv DB on it: versioned/ and
 // queue/ work on it as on a local store, in their shared mode. ctx bounds
-// the connection and the first reads. Close the DB when done; it closes the
-// store (and the client, unless Config.Client was given).
-func Open(ctx context.Context, cfg Config) (*tipkv.DB, error) {
+// the connection and the first reads. opts is as for tipkv.Open and may be
+// nil; its Pebble fields (InMemory, CacheSize, MemTableSize) are
+// ignored and NoSync changes nothing (a commit is synced on a quorum). Close
+// the DB when done; it closes the store (and the client, unless
+// Config.Client was given).
+func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, error) {
 	s, err := NewStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	name := "etcd:" + strings.Join(s.c.Endpoints(), ",") + "/" + cfg.Namespace
-	db, err := link.NewDB(s, name, cfg.Options)
+	db, err := link.NewDB(s, name, opts)
 	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("tipkv: open %s: %w", name, err)
