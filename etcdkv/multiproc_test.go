@@ -28,8 +28,8 @@ import (
 
 // The multi-process test: a 3-member etcd cluster of real processes (built
 // from the module), two tipkv processes (this test binary, run again as
-// children) that each write documents, enqueue, receive and acknowledge
-// on one namespace, while the test SIGKILLs the etcd leader and restarts
+// children) that each write documents (each with an event in a feed, in
+// one Update), enqueue, receive and acknowledge on one namespace, while the test SIGKILLs the etcd leader and restarts
 // it, SIGKILLs a follower and restarts it, and SIGKILLs each child and
 // starts it again. Children report every write before they send it and
 // again when it is acknowledged, on their standard output (a line is one
@@ -38,7 +38,9 @@ import (
 //
 //   - every acknowledged document version is in the store, holding what
 //     its writer wrote (no acknowledged write lost, no version reused);
-//     nothing is stored that nobody tried to write;
+//     nothing is stored that nobody tried to write; every acknowledged
+//     event is at its position, and each version has its event (the
+//     Update applied whole);
 //   - every acknowledged enqueue was acknowledged by a consumer or drained
 //     at the end, exactly once (a message may be missing only where an
 //     Ack was sent and its process died, or its outcome was unknown);
@@ -143,7 +145,14 @@ func TestMultiProcess(t *testing.T) {
 			stored[id][d.Version] = d.Value.Token
 		}
 	}
-	log.check(t, stored)
+	feed, err := versioned.NewFeed[mpDoc](db, nil)
+	require.NoError(t, err)
+	events := map[int64]string{}
+	for e, err := range feed.Newest("changes", tipkv.Query{}) {
+		require.NoError(t, err)
+		events[e.Position] = e.Value.Token
+	}
+	log.check(t, stored, events)
 	conformance.Healthy(t, db)
 }
 
@@ -190,6 +199,10 @@ func TestMultiProcessChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs, err := versioned.NewCollection[mpDoc](db, "docs", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed, err := versioned.NewFeed[mpDoc](db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,13 +268,21 @@ func TestMultiProcessChild(t *testing.T) {
 			}
 		}
 	})
-	wg.Go(func() { // documents: Puts on a few ids both children share
+	wg.Go(func() { // documents on a few ids both children share, each Put with a feed event in one Update
 		for i := 0; ctx.Err() == nil; i++ {
 			id := mpDocIDs[i%len(mpDocIDs)]
 			token := fmt.Sprintf("%s-%d", self, i)
 			out.printf("PUTTING %s %s", id, token)
-			v, err := docs.Put(db, id, mpDoc{Token: token})
-			out.printf("%s %s %s %d %s", outcome("PUT", err), id, token, v, self)
+			var v, pos int64
+			err := db.Update(func(b *tipkv.Batch) error {
+				var err error
+				if v, err = docs.Put(b, id, mpDoc{Token: token}); err != nil {
+					return err
+				}
+				pos, err = feed.Append(b, "changes", mpDoc{Token: token})
+				return err
+			})
+			out.printf("%s %s %s %d %d %s", outcome("PUT", err), id, token, v, pos, self)
 			if err != nil {
 				pause()
 			}
@@ -434,7 +455,7 @@ func (r *reports) waitProgress(t *testing.T, n int, what string) {
 
 // check checks the reports against the store's documents (id, version:
 // token) after the queue was drained.
-func (r *reports) check(t testing.TB, stored map[string]map[int64]string) {
+func (r *reports) check(t testing.TB, stored map[string]map[int64]string, events map[int64]string) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -446,6 +467,7 @@ func (r *reports) check(t testing.TB, stored map[string]map[int64]string) {
 	var (
 		putting    = map[string]bool{} // tokens a Put was sent for
 		putOK      = map[string]string{}
+		putPos     = map[int64]string{}
 		enqing     = map[string]bool{}
 		enqOK      = map[string]bool{}
 		acking     = map[string]int{}
@@ -467,6 +489,8 @@ func (r *reports) check(t testing.TB, stored map[string]map[int64]string) {
 			putting[f[2]] = true
 		case "PUT-OK":
 			putOK[f[1]+" "+f[3]] = f[2]
+			pos, _ := strconv.ParseInt(f[4], 10, 64)
+			putPos[pos] = f[2]
 		case "ENQING":
 			enqing[f[1]] = true
 		case "ENQ-OK":
@@ -516,6 +540,38 @@ func (r *reports) check(t testing.TB, stored map[string]map[int64]string) {
 		}
 	}
 
+	// The feed: every acknowledged event is at its position; each stored
+	// document version has its event and each event its version (one
+	// Update wrote both, or neither).
+	for pos, token := range putPos {
+		if got, ok := events[pos]; !ok {
+			t.Errorf("acknowledged event %s at position %d is lost", token, pos)
+		} else if got != token {
+			t.Errorf("position %d was acknowledged to %s but holds %s", pos, token, got)
+		}
+	}
+	inDocs := map[string]bool{}
+	for _, vs := range stored {
+		for _, token := range vs {
+			inDocs[token] = true
+		}
+	}
+	inFeed := map[string]bool{}
+	for pos, token := range events {
+		if inFeed[token] {
+			t.Errorf("event %s appended twice (again at %d)", token, pos)
+		}
+		inFeed[token] = true
+		if !inDocs[token] {
+			t.Errorf("event %s at %d has no document version: half an Update applied", token, pos)
+		}
+	}
+	for token := range inDocs {
+		if !inFeed[token] {
+			t.Errorf("document version %s has no event: half an Update applied", token)
+		}
+	}
+
 	// Messages.
 	for id := range enqOK {
 		n := ackOK[id] + drained[id]
@@ -554,8 +610,8 @@ func (r *reports) check(t testing.TB, stored map[string]map[int64]string) {
 func TestMultiProcessChecker(t *testing.T) {
 	lease := int64(mpLease)
 	good := []string{
-		"PUTTING d0 A.1-0", "PUT-OK d0 A.1-0 1 A.1",
-		"PUTTING d0 B.1-0", "PUT-UNK d0 B.1-0 0 B.1", // landed as version 2
+		"PUTTING d0 A.1-0", "PUT-OK d0 A.1-0 1 100 A.1",
+		"PUTTING d0 B.1-0", "PUT-UNK d0 B.1-0 0 0 B.1", // landed as version 2, at 101
 		"ENQING A.1-0", "ENQ-OK A.1-0 A.1",
 		"ENQING A.1-1", "ENQ-OK A.1-1 A.1",
 		"ENQING A.1-2", "ENQ-UNK A.1-2 A.1",
@@ -567,38 +623,47 @@ func TestMultiProcessChecker(t *testing.T) {
 	stored := func() map[string]map[int64]string {
 		return map[string]map[int64]string{"d0": {1: "A.1-0", 2: "B.1-0"}}
 	}
-	run := func(lines []string, docs map[string]map[int64]string) []string {
+	events := func() map[int64]string { return map[int64]string{100: "A.1-0", 101: "B.1-0"} }
+	run := func(lines []string, docs map[string]map[int64]string, evs map[int64]string) []string {
 		r := newReports()
 		for _, l := range lines {
 			r.add(l)
 		}
 		rec := &recorder{}
-		r.check(rec, docs)
+		r.check(rec, docs, evs)
 		return rec.errs
 	}
-	require.Empty(t, run(good, stored()))
+	require.Empty(t, run(good, stored(), events()))
 
 	for _, c := range []struct {
 		name  string
 		lines []string
 		docs  func(map[string]map[int64]string)
+		evs   func(map[int64]string)
 		want  string
 	}{
-		{"lost version", good, func(d map[string]map[int64]string) { delete(d["d0"], 2); delete(d["d0"], 1); d["d0"][1] = "B.1-0" }, "holds B.1-0"},
-		{"invented version", good, func(d map[string]map[int64]string) { d["d0"][3] = "X" }, "nobody wrote"},
-		{"gap", good, func(d map[string]map[int64]string) { d["d0"][4] = "A.1-0" }, "missing"},
-		{"lost message", append(slices.Clone(good), "ENQING A.1-9", "ENQ-OK A.1-9 A.1"), nil, "A.1-9 lost"},
-		{"acked twice", append(slices.Clone(good), "DRAIN A.1-0 7"), nil, "acknowledged 2 times"},
-		{"seq reused", append(slices.Clone(good), "ENQING A.1-8", "ENQ-OK A.1-8 A.1", "DRAIN A.1-8 7"), nil, "sequence number 7"},
-		{"never enqueued", append(slices.Clone(good), "RECV Z-1 20 0 1 A.1"), nil, "never enqueued"},
-		{"lease broken", append(slices.Clone(good), fmt.Sprintf("RECV A.1-1 8 %d %d A.2", 5, lease-1)), nil, "lease held"},
+		{"version reused", good, func(d map[string]map[int64]string) { d["d0"] = map[int64]string{1: "B.1-0"} }, nil, "holds B.1-0"},
+		{"version lost", good, func(d map[string]map[int64]string) { d["d0"] = map[int64]string{2: "B.1-0"} }, nil, "version 1 (A.1-0) is lost"},
+		{"invented version", good, func(d map[string]map[int64]string) { d["d0"][3] = "X" }, nil, "nobody wrote"},
+		{"gap", good, func(d map[string]map[int64]string) { d["d0"][4] = "A.1-0" }, nil, "missing"},
+		{"event lost", good, nil, func(e map[int64]string) { delete(e, 100) }, "position 100 is lost"},
+		{"event moved", good, nil, func(e map[int64]string) { e[100] = "B.1-0" }, "holds B.1-0"},
+		{"half an update", good, nil, func(e map[int64]string) { delete(e, 101) }, "B.1-0 has no event"},
+		{"lost message", append(slices.Clone(good), "ENQING A.1-9", "ENQ-OK A.1-9 A.1"), nil, nil, "A.1-9 lost"},
+		{"acked twice", append(slices.Clone(good), "DRAIN A.1-0 7"), nil, nil, "acknowledged 2 times"},
+		{"seq reused", append(slices.Clone(good), "ENQING A.1-8", "ENQ-OK A.1-8 A.1", "DRAIN A.1-8 7"), nil, nil, "sequence number 7"},
+		{"never enqueued", append(slices.Clone(good), "RECV Z-1 20 0 1 A.1"), nil, nil, "never enqueued"},
+		{"lease broken", append(slices.Clone(good), fmt.Sprintf("RECV A.1-1 8 %d %d A.2", 5, lease-1)), nil, nil, "lease held"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			docs := stored()
+			docs, evs := stored(), events()
 			if c.docs != nil {
 				c.docs(docs)
 			}
-			errs := run(c.lines, docs)
+			if c.evs != nil {
+				c.evs(evs)
+			}
+			errs := run(c.lines, docs, evs)
 			require.NotEmpty(t, errs)
 			require.Contains(t, strings.Join(errs, "\n"), c.want)
 		})
