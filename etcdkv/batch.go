@@ -50,14 +50,17 @@ func (b *batch) add(o op) error {
 	return nil
 }
 
-// Set implements storage.Batch. The batch keeps key and value, as the
-// contract lets it, until it is closed: an enqueue of 1,000 messages
-// copies them once, into the request.
+// Set implements storage.Batch. The batch keeps copies of key and value:
+// the contract would let it keep the slices themselves, but queue's
+// Enqueue reuses one key buffer for all its items and returns its value
+// buffer to a pool before an Update commits, and versioned pools its Put
+// buffers the same way, so a batch that kept them would send every item
+// under the last key.
 func (b *batch) Set(key, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	return b.add(op{kind: opSet, key: key, value: value})
+	return b.add(op{kind: opSet, key: bytes.Clone(key), value: bytes.Clone(value)})
 }
 
 // Delete implements storage.Batch.
