@@ -390,6 +390,7 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if latest == 0 || to < 1 {
 			return nil
 		}
+		c.w.dropping(prefix, to >= latest) // for Watch: see watch.go
 		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)

@@ -24,7 +24,7 @@ import (
 // What is about Pebble itself (seek counts, bloom filters, how drops are
 // written) stays in versioned's own tests.
 func documentCases() []Case {
-	return []Case{
+	return append([]Case{
 		{"PutWritesNextVersion", checked(testPutWritesNextVersion)},
 		{"PutIf", checked(testPutIf)},
 		{"AsOf", checked(testAsOf)},
@@ -57,7 +57,7 @@ func documentCases() []Case {
 		{"SharedWriters", checked(testSharedWriters)},
 		{"SharedPutIfAfterAnotherHandle", checked(testSharedPutIfAfterAnotherHandle)},
 		{"SharedFaults", checked(testSharedFaults)},
-	}
+	}, watchCases()...)
 }
 
 // person is the document type of these tests.
