@@ -94,8 +94,9 @@ func (w *writer) close() {
 	}
 }
 
-// cacheEntries bounds the cache of a DB opened afterwards: about 200 bytes
-// each. A variable for tests only.
+// cacheEntries bounds the cache of a DB opened afterwards (Options.
+// CacheEntries raises it): about 340 bytes each, measured by
+// TestVersionCacheEntryCost. A variable for tests only.
 var cacheEntries = 1 << 16
 
 // docState is what is known of one document (or, for the trims, one
@@ -470,6 +471,30 @@ func (t *txWrites) committed() {
 		w.mu.Unlock()
 	}
 	t.recycle()
+}
+
+// grow makes the version cache remember at least n documents.
+func (w *writer) grow(n int) {
+	w.mu.Lock()
+	w.cache.half = max(w.cache.half, (n+1)/2)
+	w.mu.Unlock()
+}
+
+// known returns the latest version of the document under prefix, and
+// whether it is a delete marker, when the cache knows it and no Tx holds
+// the document (ok). On an exclusive engine that is the store's latest
+// version: an entry's state changes only when a Tx holding it is applied.
+func (w *writer) known(prefix []byte) (latest int64, deleted, ok bool) {
+	w.mu.Lock()
+	e, found := w.cache.cur[string(prefix)]
+	if !found {
+		e, found = w.cache.old[string(prefix)]
+	}
+	if found && e.holder == nil && e.state.latestKnown {
+		latest, deleted, ok = e.state.latest, e.state.deleted, true
+	}
+	w.mu.Unlock()
+	return latest, deleted, ok
 }
 
 // dropping marks the entry under prefix, which the caller's Tx holds, as

@@ -13,13 +13,14 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
-// watchCases are the tests of Collection.Watch.
+// watchCases are the tests of Collection.Watch and of retention.
 func watchCases() []Case {
 	return []Case{
 		{"WatchDeliversEveryVersionOnceInOrder", checked(testWatchConcurrentPuts)},
 		{"WatchShowsDeletePruneAndPurge", checked(testWatchShowsDeletePruneAndPurge)},
 		{"WatchStartsAfterAndSkipsWhatWasPruned", checked(testWatchStartsAfter)},
 		{"WatchEndsOnContextAndClose", checked(testWatchEnds)},
+		{"KeepVersions", checked(testKeepVersions)},
 	}
 }
 
