@@ -63,7 +63,7 @@ type Collection[T any] struct {
 	name   string
 	prefix []byte // 01 | name
 	codec  codec.Value[T]
-	shared bool // the engine is shared: see shared.go
+	shared bool  // the engine is shared: see shared.go
 	keep   int64 // Options.KeepVersions
 
 	scratch sync.Pool // of *T, to decode point reads into
