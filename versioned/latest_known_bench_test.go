@@ -91,3 +91,59 @@ func benchLatestKnown(b *testing.B, seek bool) {
 	b.ReportMetric(float64(tOurs)/float64(tBase), "ratio")
 	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
 }
+
+// Put of random documents among 1,000,000 against Put among 10,000, in
+// alternating chunks (two in-memory DBs, NoSync): with CacheEntries above
+// the working set, a Put of a remembered document reads nothing at either
+// size. The documents of the large set are written once first.
+func BenchmarkPutWorkingSet(b *testing.B) {
+	const small, large = 10_000, 1_000_000
+	open := func(n int) (*tipkv.DB, *versioned.Collection[[]byte], []string) {
+		db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}, CacheEntries: 2 * large})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, n)
+		val := make([]byte, 16)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("document-%07d", i)
+			if _, err := c.Put(db, ids[i], val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return db, c, ids
+	}
+	dbS, cS, idsS := open(small)
+	dbL, cL, idsL := open(large)
+	val := make([]byte, 16)
+	var tS, tL time.Duration
+	const chunk = 256
+	put := func(db *tipkv.DB, c *versioned.Collection[[]byte], ids []string, i, n int) time.Duration {
+		start := time.Now()
+		for j := i; j < i+n; j++ {
+			if _, err := c.Put(db, ids[(j*7919)%len(ids)], val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	for i, k := 0, 0; i < b.N; i, k = i+chunk, k+1 {
+		n := min(chunk, b.N-i)
+		if k%2 == 0 {
+			tS += put(dbS, cS, idsS, i, n)
+			tL += put(dbL, cL, idsL, i, n)
+		} else {
+			tL += put(dbL, cL, idsL, i, n)
+			tS += put(dbS, cS, idsS, i, n)
+		}
+	}
+	b.ReportMetric(float64(tL)/float64(tS), "ratio")
+	b.ReportMetric(float64(tS.Nanoseconds())/float64(b.N), "small-ns/op")
+	b.ReportMetric(float64(tL.Nanoseconds())/float64(b.N), "large-ns/op")
+}
