@@ -65,6 +65,7 @@ type Collection[T any] struct {
 	codec  codec.Value[T]
 	shared bool  // the engine is shared: see shared.go
 	keep   int64 // Options.KeepVersions
+	meters *collMeters
 
 	scratch sync.Pool // of *T, to decode point reads into
 	puts    sync.Pool // of *putOp[T]
@@ -86,6 +87,7 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		return nil, err
 	}
 	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name), shared: s.Caps().Shared}
+	c.meters = w.collectionMeters(name)
 	if opts != nil {
 		if opts.KeepVersions < 0 {
 			return nil, fmt.Errorf("%w: collection %q: KeepVersions %d", tipkv.ErrInvalid, name, opts.KeepVersions)
@@ -215,12 +217,13 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 func (op *putOp[T]) write(tx *storage.Tx) error {
 	c := op.c
 	prefix := op.buf[:op.n]
-	d, err := c.lock(tx, prefix, op.id)
+	e, err := c.lock(tx, prefix, op.id)
 	if err != nil {
 		return err
 	}
+	d := &e.tx
 	if c.shared {
-		return op.writeShared(tx, d)
+		return op.writeShared(tx, e)
 	}
 	latest, err := d.latestOf(c.store, prefix)
 	if err != nil {
@@ -239,21 +242,25 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 		d.oldest, d.oldestKnown = 1, true
 	}
 	d.latest, d.deleted, op.v = v, false, v
-	return c.retain(tx, d, prefix, op.id)
+	e.written++
+	return c.retain(tx, e, prefix, op.id)
 }
 
 // retain drops the versions of the document under prefix beyond the
 // newest c.keep, in the Tx that wrote its latest version (Options.
 // KeepVersions). Most often that is one version, one point delete; see
 // dropVersions.
-func (c *Collection[T]) retain(tx *storage.Tx, d *docState, prefix []byte, id string) error {
+func (c *Collection[T]) retain(tx *storage.Tx, e *docEntry, prefix []byte, id string) error {
+	d := &e.tx
 	if c.keep <= 0 || d.latest <= c.keep {
 		return nil
 	}
 	if d.oldestKnown && d.latest-d.oldest < c.keep {
 		return nil
 	}
-	if _, err := dropVersions(tx, c.store, d, prefix, d.latest-c.keep, c.shared); err != nil {
+	n, err := dropVersions(tx, c.store, d, prefix, d.latest-c.keep, c.shared)
+	e.removed += uint64(n)
+	if err != nil {
 		if c.shared {
 			return c.failed(tx, id, err)
 		}
@@ -272,7 +279,8 @@ func (op *putOp[T]) conflict(d *docState) error {
 
 // writeShared is write on a shared engine (see shared.go): the version
 // written travels with a guard on the latest version it follows.
-func (op *putOp[T]) writeShared(tx *storage.Tx, d *docState) error {
+func (op *putOp[T]) writeShared(tx *storage.Tx, e *docEntry) error {
+	d := &e.tx
 	c := op.c
 	prefix := op.buf[:op.n]
 	var latest int64
@@ -302,7 +310,8 @@ func (op *putOp[T]) writeShared(tx *storage.Tx, d *docState) error {
 		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
 	}
 	d.latest, d.deleted, op.v = v, false, v
-	return c.retain(tx, d, prefix, op.id)
+	e.written++
+	return c.retain(tx, e, prefix, op.id)
 }
 
 // failed wraps the error of a write of id on a shared engine; a stale
@@ -319,7 +328,7 @@ func (c *Collection[T]) failed(tx *storage.Tx, id string, err error) error {
 
 // lock returns the Tx's view of the document under prefix, taking the
 // document for the Tx at its first write of it.
-func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docState, error) {
+func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docEntry, error) {
 	t, err := c.w.txOf(c.db, tx)
 	if err != nil {
 		return nil, err
@@ -328,7 +337,8 @@ func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docStat
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	return &e.tx, nil
+	e.meters = c.meters
+	return e, nil
 }
 
 // Delete deletes the document id by writing a delete marker as its next
@@ -350,10 +360,11 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 	}
 	prefix := c.docPrefix(nil, id)
 	return link.Write(w, func(tx *storage.Tx) error {
-		d, err := c.lock(tx, prefix, id)
+		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
 		}
+		d := &e.tx
 		var latest int64
 		if c.shared {
 			if latest, err = d.latestShared(c.store, prefix); err == nil {
@@ -373,7 +384,8 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 			return err
 		}
 		d.latest, d.deleted = v, true
-		return c.retain(tx, d, prefix, id)
+		e.written++
+		return c.retain(tx, e, prefix, id)
 	})
 }
 
@@ -422,10 +434,11 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 	prefix := c.docPrefix(nil, id)
 	var dropped int64
 	err := link.Write(w, func(tx *storage.Tx) error {
-		d, err := c.lock(tx, prefix, id)
+		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
 		}
+		d := &e.tx
 		var latest int64
 		if c.shared {
 			if latest, err = d.latestShared(c.store, prefix); err == nil {
@@ -443,6 +456,7 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		}
 		c.w.dropping(prefix, to >= latest) // for Watch: see watch.go
 		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
+		e.removed += uint64(dropped)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}

@@ -63,6 +63,9 @@ type writer struct {
 	drained      chan struct{} // guarded by mu: closed when unrecorded reaches 0
 	unrecorded   atomic.Int64
 	drainWaiters atomic.Int64
+
+	reg    *link.Registry
+	meters map[string]*collMeters // guarded by mu: per collection name
 }
 
 type writerKey struct{}
@@ -77,7 +80,7 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 		return nil, err
 	}
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared}
+		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() { reg.OnClose(w.close) })
@@ -147,6 +150,11 @@ type docEntry struct {
 	watchers  int
 	pend      []int64
 	changed   chan struct{}
+
+	// For DB.Metrics: the collection's meters, and the versions the
+	// holder's Tx wrote and removed, added to them when it is applied.
+	meters           *collMeters
+	written, removed uint64
 }
 
 func (e *docEntry) pinned() bool {
@@ -383,6 +391,11 @@ func insideEnclosingUpdate(ownIsUpdate bool) bool {
 // releases them.
 func (t *txWrites) applied() {
 	for _, e := range t.held {
+		if e.meters != nil && e.written|e.removed != 0 {
+			e.meters.writes.Add(e.written)
+			e.meters.removed.Add(e.removed)
+		}
+		e.written, e.removed = 0, 0
 		if e.stream != nil {
 			e.stream.trimApplied(e.tx.low, e.tx.cut)
 		}
@@ -402,6 +415,7 @@ func (t *txWrites) applied() {
 func (t *txWrites) aborted() {
 	drop := t.w.shared && t.committing
 	for _, e := range t.held {
+		e.written, e.removed = 0, 0
 		if e.stream != nil {
 			e.stream.trimAborted()
 		}
