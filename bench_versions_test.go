@@ -262,6 +262,14 @@ func BenchmarkVersions(b *testing.B) {
 		d := data(b)
 		vbPair(b, 64, false, vbRawGetOp(b, d), vbLatestOp(b, d, false))
 	})
+	// Latest of hot documents whose latest version the DB's version cache
+	// knows (it wrote or pruned them since it opened): a point Get of the
+	// known key, against raw Pebble's Get of the same key in a clone of
+	// the same tables.
+	b.Run("op=latest-known/pair=raw-get", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, false, vbHotGetOp(b, d), vbLatestKnownOp(b, d))
+	})
 	b.Run("op=latest/pair=raw-seek", func(b *testing.B) {
 		d := data(b)
 		vbPair(b, 64, false, vbRawSeekOp(b, d), vbLatestOp(b, d, false))
@@ -401,6 +409,60 @@ func vbRawGetOp(b *testing.B, d *vbData) func(int) {
 		_ = closer.Close()
 		if n != vbVersions || len(out) != vbValueSize {
 			b.Fatalf("got version %d, %d bytes", n, len(out))
+		}
+	}
+}
+
+// vbHot is the hot set of the op=latest-known pair: the first documents
+// of the random picks.
+const vbHot = 1000
+
+func vbHotIDs(d *vbData) []string {
+	picks := vbPicks(vbHot, vbDocs)
+	ids := make([]string, len(picks))
+	for i, p := range picks {
+		ids[i] = d.ids[p]
+	}
+	return ids
+}
+
+// vbHotGetOp is vbRawGetOp over the hot set.
+func vbHotGetOp(b *testing.B, d *vbData) func(int) {
+	ids := vbHotIDs(d)
+	keys := make([][]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = codec.AppendDesc(vbPrefix(id), vbVersions)
+	}
+	var out []byte
+	return func(i int) {
+		k := keys[i%len(keys)]
+		v, closer, err := d.raw.Get(k)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _, _ := codec.DecodeDesc(k[len(k)-codec.NumberSize:])
+		_ = codec.Raw{}.Decode(v, &out)
+		_ = closer.Close()
+		if n != vbVersions || len(out) != vbValueSize {
+			b.Fatalf("got version %d, %d bytes", n, len(out))
+		}
+	}
+}
+
+// vbLatestKnownOp is Latest over the hot set, once the DB's version cache
+// knows their latest versions: a Prune that keeps every version reads
+// each document's latest and oldest and writes nothing.
+func vbLatestKnownOp(b *testing.B, d *vbData) func(int) {
+	ids := vbHotIDs(d)
+	for _, id := range ids {
+		n, err := d.docs.Prune(d.db, id, vbVersions)
+		require.NoError(b, err)
+		require.Zero(b, n)
+	}
+	return func(i int) {
+		doc, err := d.docs.Latest(ids[i%len(ids)])
+		if err != nil || doc.Version != vbVersions || len(doc.Value) != vbValueSize {
+			b.Fatalf("got version %d, %d bytes, %v", doc.Version, len(doc.Value), err)
 		}
 	}
 }

@@ -31,9 +31,9 @@ func bvprefix(id string) []byte {
 	return codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "bench"), id)
 }
 
-// pair times one raw op and one store op per iteration and reports both
-// p50s and their ratio.
-func pair(b *testing.B, raw, store func(i int64) error) {
+// pair times one raw op and one store op per iteration, reports both
+// p50s and their ratio, and returns the p50s.
+func pair(b *testing.B, raw, store func(i int64) error) (rawP50, storeP50 time.Duration) {
 	var rawD, storeD []time.Duration
 	b.ResetTimer()
 	for i := range int64(b.N) {
@@ -48,14 +48,15 @@ func pair(b *testing.B, raw, store func(i int64) error) {
 		rawD, storeD = append(rawD, t1.Sub(t0)), append(storeD, time.Since(t1))
 	}
 	b.StopTimer()
-	p50 := func(d []time.Duration) float64 {
+	p50 := func(d []time.Duration) time.Duration {
 		slices.Sort(d)
-		return float64(d[len(d)/2]) / 1e6
+		return d[len(d)/2]
 	}
 	r, s := p50(rawD), p50(storeD)
-	b.ReportMetric(r, "raw-p50-ms")
-	b.ReportMetric(s, "store-p50-ms")
-	b.ReportMetric(s/r, "ratio")
+	b.ReportMetric(float64(r)/1e6, "raw-p50-ms")
+	b.ReportMetric(float64(s)/1e6, "store-p50-ms")
+	b.ReportMetric(float64(s)/float64(r), "ratio")
+	return r, s
 }
 
 // A guarded put, as versioned/ sends one in shared mode: version v of a

@@ -30,14 +30,14 @@ func TestConformance(t *testing.T) {
 func TestOpen(t *testing.T) {
 	ns := etcdkv.NamespaceForTest(t)
 	cfg := etcdkv.Config{Endpoints: etcdkv.ClusterForTest().Endpoints(), Namespace: ns}
-	db, err := etcdkv.Open(context.Background(), cfg)
+	db, err := etcdkv.Open(context.Background(), cfg, nil)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
-	db, err = etcdkv.Open(context.Background(), cfg)
+	db, err = etcdkv.Open(context.Background(), cfg, nil)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
-	_, err = etcdkv.Open(context.Background(), etcdkv.Config{})
+	_, err = etcdkv.Open(context.Background(), etcdkv.Config{}, nil)
 	require.ErrorIs(t, err, storage.ErrInvalid, "no endpoints")
 }
 

@@ -6,7 +6,7 @@
 //	db, err := etcdkv.Open(ctx, etcdkv.Config{
 //		Endpoints: []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"},
 //		Namespace: "/tipkv/orders/",
-//	})
+//	}, nil)
 //
 // Choose etcd for availability and several writers, not for capacity: one
 // Raft group holds every key, each member holds all of them, and etcd's
@@ -39,7 +39,9 @@
 // first page, so a scan is one consistent view however long it takes;
 // every seek starts with a page of one key and pages double up to
 // Config.PageSize, so Latest and AsOf cost one key and a skip-scan one key
-// per document. Every page is bounded above by the tightest bound known:
+// per document; a reader that says how many keys it wants
+// (storage.NewIterN: a Receive of 10 messages, a History page) gets them
+// in its first page. Every page is bounded above by the tightest bound known:
 // etcd walks the rest of an open-ended limited range to count it. Last
 // sorts the whole range on the server (it cannot stop early on a
 // descending read): give it a tight range. A snapshot is a revision.

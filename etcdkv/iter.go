@@ -16,7 +16,10 @@ import (
 // Every seek (SeekGE, SeekPrefixGE, First, NextPrefix) starts a run: a
 // first page of one key, then pages of 2, 4, ... up to Config.PageSize as
 // Next walks on. So Latest, AsOf and a skip-scan's step cost one key each,
-// and a long scan costs about n/PageSize + log2(PageSize) round trips. Every
+// and a long scan costs about n/PageSize + log2(PageSize) round trips. A
+// reader that says how many keys it expects (storage.NewIterN: a queue
+// receiving 10 messages) gets that many, up to PageSize, in the first page
+// of the iterator's first run, and pages double from there. Every
 // page is bounded above by the tightest bound known (the iterator's hi, or
 // the prefix's end after SeekPrefixGE): etcd counts what a limited range
 // leaves behind by walking it, so an open upper bound would cost the whole
@@ -36,18 +39,22 @@ type iter struct {
 	pos   int                // index in kvs; valid when < len(kvs)
 	more  bool               // the server holds more keys after kvs
 	limit int                // size of the next page of this run
+	hint  int                // the first run's first page, when the reader said (NewIterN); 0 after
 	err   error
 	done  bool // Close was called
 }
 
-func (s *Store) newIter(lo, hi []byte, rev int64) (storage.Iter, error) {
+// newIter opens an iterator over [lo, hi) at revision rev (0: the
+// revision of its first page), whose first page reads n keys (at most
+// PageSize; n <= 1: one).
+func (s *Store) newIter(lo, hi []byte, rev int64, n int) (storage.Iter, error) {
 	if len(lo) == 0 || hi == nil {
 		return nil, fmt.Errorf("tipkv: internal error: unbounded iterator [%x, %x)", lo, hi)
 	}
 	if s.isClosed.Load() {
 		return nil, storage.ErrClosed
 	}
-	return &iter{s: s, lo: bytes.Clone(lo), hi: bytes.Clone(hi), rev: rev}, nil
+	return &iter{s: s, lo: bytes.Clone(lo), hi: bytes.Clone(hi), rev: rev, hint: min(n, s.cfg.PageSize)}, nil
 }
 
 // live reports whether the iterator may move: not failed, not closed, and
@@ -76,7 +83,8 @@ func (it *iter) run(from, upper []byte) bool {
 	if bytes.Compare(upper, it.hi) > 0 {
 		upper = it.hi
 	}
-	it.upper, it.limit = upper, 1
+	it.upper, it.limit = upper, max(it.hint, 1)
+	it.hint = 0
 	it.kvs, it.pos, it.more = nil, 0, false
 	if bytes.Compare(from, upper) >= 0 {
 		return false

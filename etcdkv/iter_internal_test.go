@@ -82,6 +82,45 @@ func TestIterPageSizes(t *testing.T) {
 	require.Equal(t, [][2]int{{1, 1}, {1, 1}, {1, 0}}, *p)
 }
 
+// A reader that says how many keys it expects (storage.NewIterN) gets them
+// in the first page, up to PageSize; pages double from there, and later
+// seeks start at one key again.
+func TestIterSizeHint(t *testing.T) {
+	s := OpenForTest(t, Config{PageSize: 16})
+	writeVersions(t, s, "doc", 100)
+	pre := vprefix("doc")
+	for _, c := range []struct {
+		n    int
+		want [][2]int
+	}{
+		{10, [][2]int{{10, 10}, {16, 16}, {1, 1}}},
+		{0, [][2]int{{1, 1}, {2, 2}, {4, 4}, {8, 8}, {16, 16}, {1, 1}}},
+		{1000, [][2]int{{16, 16}, {16, 16}, {1, 1}}},
+	} {
+		p := pages(s)
+		it, err := storage.NewIterN(s, pre, codec.PrefixEnd(pre), c.n)
+		require.NoError(t, err)
+		n := 0
+		for ok := it.First(); ok && n < 20; ok = it.Next() {
+			require.Equal(t, vkey("doc", int64(100-n)), it.Key())
+			n++
+		}
+		require.True(t, it.SeekGE(vkey("doc", 50)))
+		require.Equal(t, vkey("doc", 50), it.Key())
+		require.NoError(t, it.Close())
+		require.Equal(t, c.want, *p, "n=%d", c.n)
+	}
+	snap, err := s.NewSnapshot()
+	require.NoError(t, err)
+	defer snap.Close()
+	p := pages(s)
+	it, err := storage.NewIterN(snap, pre, codec.PrefixEnd(pre), 5)
+	require.NoError(t, err)
+	require.True(t, it.First())
+	require.NoError(t, it.Close())
+	require.Equal(t, [][2]int{{5, 5}}, *p, "a snapshot takes the hint too")
+}
+
 // A paged read sees the revision of its first page: writes, deletes and
 // overwrites made meanwhile, by this store or another, do not show.
 func TestIterPinnedToRevision(t *testing.T) {

@@ -14,13 +14,17 @@ import (
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
+// ChildEnv marks a child process of TestMultiProcess (multiproc_test.go).
+const ChildEnv = "ETCDKV_TEST_CHILD"
+
 // cluster is the test binary's etcd: 3 members, started once in TestMain.
 var cluster *etcdtest.Cluster
 
 func TestMain(m *testing.M) {
+	etcdtest.ServeMember() // a member process of TestMultiProcess's cluster: never returns
 	flag.Parse()
-	if fuzzing() {
-		os.Exit(m.Run()) // the fuzz target needs no cluster
+	if fuzzing() || os.Getenv(ChildEnv) != "" {
+		os.Exit(m.Run()) // the fuzz target and TestMultiProcess's children need no cluster
 	}
 	c, err := etcdtest.Start(etcdtest.Options{})
 	if err != nil {

@@ -42,6 +42,9 @@ type op struct {
 // so equal batches make equal txns. A range with lo >= hi deletes nothing
 // and is dropped, as Pebble ignores it.
 func normalize(ops []op) []op {
+	if !slices.ContainsFunc(ops, func(o op) bool { return o.kind != opSet }) {
+		return normalizeSets(ops)
+	}
 	puts := map[string][]byte{}
 	var dels []span // disjoint, sorted by lo, not adjacent
 	for _, o := range ops {
@@ -89,6 +92,23 @@ func normalize(ops []op) []op {
 		out = append(out, op{kind: opSet, key: []byte(k), value: puts[k]})
 	}
 	return out
+}
+
+// normalizeSets is normalize for a batch of Sets only (the common case: a
+// queue's enqueue, a document's Put): the ops sorted by key, the last Set
+// of each key kept. It keeps the batch's slices and converts nothing.
+func normalizeSets(ops []op) []op {
+	out := slices.Clone(ops)
+	slices.SortStableFunc(out, func(a, b op) int { return bytes.Compare(a.key, b.key) })
+	n := 0
+	for i := range out {
+		if i+1 < len(out) && bytes.Equal(out[i].key, out[i+1].key) {
+			continue // a later Set of the key follows
+		}
+		out[n] = out[i]
+		n++
+	}
+	return out[:n]
 }
 
 // appendDelete appends the delete of [lo, hi): nothing if it is empty, a

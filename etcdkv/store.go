@@ -80,11 +80,6 @@ type Config struct {
 
 	// Logger receives the etcd client's logs. The default discards them.
 	Logger *zap.Logger
-
-	// Options are the tipkv options of the DB that Open returns (Clock,
-	// MaxRetries, NoSync; the Pebble fields are ignored). Nil means the
-	// defaults.
-	Options *tipkv.Options
 }
 
 // Defaults of Config.
@@ -124,15 +119,18 @@ func (c Config) withDefaults() Config {
 
 // Open connects to the cluster and returns a tipkv DB on it: versioned/ and
 // queue/ work on it as on a local store, in their shared mode. ctx bounds
-// the connection and the first reads. Close the DB when done; it closes the
-// store (and the client, unless Config.Client was given).
-func Open(ctx context.Context, cfg Config) (*tipkv.DB, error) {
+// the connection and the first reads. opts is as for tipkv.Open and may be
+// nil; its Pebble fields (InMemory, CacheSize, MemTableSize) are
+// ignored and NoSync changes nothing (a commit is synced on a quorum). Close
+// the DB when done; it closes the store (and the client, unless
+// Config.Client was given).
+func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, error) {
 	s, err := NewStore(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	name := "etcd:" + strings.Join(s.c.Endpoints(), ",") + "/" + cfg.Namespace
-	db, err := link.NewDB(s, name, cfg.Options)
+	db, err := link.NewDB(s, name, opts)
 	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("tipkv: open %s: %w", name, err)
@@ -163,8 +161,10 @@ type Store struct {
 
 var (
 	_ storage.Store   = (*Store)(nil)
+	_ storage.Sizer   = (*Store)(nil)
 	_ storage.Watcher = (*Store)(nil)
 	_ storage.Admin   = (*Store)(nil)
+	_ storage.Sizer   = (*snapshot)(nil)
 )
 
 // NewStore connects to the cluster (or takes cfg.Client) and checks that it
@@ -313,7 +313,15 @@ func (s *Store) get(key []byte, rev int64) ([]byte, error) {
 
 // NewIter implements storage.Store. The iterator reads at one revision:
 // the one current at its first page.
-func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) { return s.newIter(lo, hi, 0) }
+func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) { return s.newIter(lo, hi, 0, 0) }
+
+// NewIterN implements storage.Sizer: NewIter whose first page reads n keys
+// (up to Config.PageSize) instead of one, for a reader that knows it wants
+// about n (a queue receiving n messages): one round trip instead of
+// log2(n).
+func (s *Store) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
+	return s.newIter(lo, hi, 0, n)
+}
 
 // NewSnapshot implements storage.Store: the view at the current revision.
 // It holds nothing on the server, so it is cheap to keep; but once the
@@ -383,11 +391,13 @@ func (sn *snapshot) Get(key []byte) ([]byte, error) {
 	return sn.s.get(key, sn.rev)
 }
 
-func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) {
+func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) { return sn.NewIterN(lo, hi, 0) }
+
+func (sn *snapshot) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
 	if sn.closed.Load() {
 		return nil, storage.ErrClosed
 	}
-	return sn.s.newIter(lo, hi, sn.rev)
+	return sn.s.newIter(lo, hi, sn.rev, n)
 }
 
 func (sn *snapshot) Close() error {

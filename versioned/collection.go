@@ -22,6 +22,29 @@ type Options[T any] struct {
 	// IgnoreJSONTags (msgpack tag, else Go name), as values were written
 	// there (see package codec).
 	Codec codec.Value[T]
+
+	// KeepVersions, when above zero, bounds each document's history: a
+	// Put, PutIf or Delete that makes a document hold more than
+	// KeepVersions versions drops the oldest ones in the same batch, so
+	// the bound holds at every commit, under any concurrency and across
+	// restarts (the first write of a document after opening reads its
+	// oldest version). The latest version is never dropped, so versions
+	// are still never reused. Give every handle of a collection the same
+	// value: each applies its own. The default is 0: keep every version.
+	KeepVersions int
+
+	// CacheEntries is how many documents the DB's version cache (shared by
+	// every collection and feed of the DB) remembers at least: their
+	// latest and oldest versions, so that a Put of a remembered document
+	// reads nothing and its Latest is a point Get. Past it, the least
+	// recently written documents are forgotten, and their next Put reads
+	// the latest version first (one prefix seek). Each entry costs about
+	// 340 bytes of Go heap with a 16-byte id (measured by
+	// TestVersionCacheEntryCost), up to twice CacheEntries entries of it
+	// in all (the cache keeps two generations). The cache grows to the
+	// largest value any handle of the DB asks for and never shrinks. The
+	// default is 65,536.
+	CacheEntries int
 }
 
 // Collection is a named set of documents of type T, each a history of
@@ -40,7 +63,9 @@ type Collection[T any] struct {
 	name   string
 	prefix []byte // 01 | name
 	codec  codec.Value[T]
-	shared bool // the engine is shared: see shared.go
+	shared bool  // the engine is shared: see shared.go
+	keep   int64 // Options.KeepVersions
+	meters *collMeters
 
 	scratch sync.Pool // of *T, to decode point reads into
 	puts    sync.Pool // of *putOp[T]
@@ -62,8 +87,16 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		return nil, err
 	}
 	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name), shared: s.Caps().Shared}
+	c.meters = w.collectionMeters(name)
 	if opts != nil {
-		c.codec = opts.Codec
+		if opts.KeepVersions < 0 {
+			return nil, fmt.Errorf("%w: collection %q: KeepVersions %d", tipkv.ErrInvalid, name, opts.KeepVersions)
+		}
+		if opts.CacheEntries < 0 {
+			return nil, fmt.Errorf("%w: collection %q: CacheEntries %d", tipkv.ErrInvalid, name, opts.CacheEntries)
+		}
+		c.codec, c.keep = opts.Codec, int64(opts.KeepVersions)
+		w.grow(opts.CacheEntries)
 	}
 	if c.codec == nil {
 		c.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
@@ -184,12 +217,13 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 func (op *putOp[T]) write(tx *storage.Tx) error {
 	c := op.c
 	prefix := op.buf[:op.n]
-	d, err := c.lock(tx, prefix, op.id)
+	e, err := c.lock(tx, prefix, op.id)
 	if err != nil {
 		return err
 	}
+	d := &e.tx
 	if c.shared {
-		return op.writeShared(tx, d)
+		return op.writeShared(tx, e)
 	}
 	latest, err := d.latestOf(c.store, prefix)
 	if err != nil {
@@ -208,6 +242,30 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 		d.oldest, d.oldestKnown = 1, true
 	}
 	d.latest, d.deleted, op.v = v, false, v
+	e.written++
+	return c.retain(tx, e, prefix, op.id)
+}
+
+// retain drops the versions of the document under prefix beyond the
+// newest c.keep, in the Tx that wrote its latest version (Options.
+// KeepVersions). Most often that is one version, one point delete; see
+// dropVersions.
+func (c *Collection[T]) retain(tx *storage.Tx, e *docEntry, prefix []byte, id string) error {
+	d := &e.tx
+	if c.keep <= 0 || d.latest <= c.keep {
+		return nil
+	}
+	if d.oldestKnown && d.latest-d.oldest < c.keep {
+		return nil
+	}
+	n, err := dropVersions(tx, c.store, d, prefix, d.latest-c.keep, c.shared)
+	e.removed += uint64(n)
+	if err != nil {
+		if c.shared {
+			return c.failed(tx, id, err)
+		}
+		return fmt.Errorf("%s: %w", c.where(id), err)
+	}
 	return nil
 }
 
@@ -221,7 +279,8 @@ func (op *putOp[T]) conflict(d *docState) error {
 
 // writeShared is write on a shared engine (see shared.go): the version
 // written travels with a guard on the latest version it follows.
-func (op *putOp[T]) writeShared(tx *storage.Tx, d *docState) error {
+func (op *putOp[T]) writeShared(tx *storage.Tx, e *docEntry) error {
+	d := &e.tx
 	c := op.c
 	prefix := op.buf[:op.n]
 	var latest int64
@@ -251,7 +310,8 @@ func (op *putOp[T]) writeShared(tx *storage.Tx, d *docState) error {
 		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
 	}
 	d.latest, d.deleted, op.v = v, false, v
-	return nil
+	e.written++
+	return c.retain(tx, e, prefix, op.id)
 }
 
 // failed wraps the error of a write of id on a shared engine; a stale
@@ -268,7 +328,7 @@ func (c *Collection[T]) failed(tx *storage.Tx, id string, err error) error {
 
 // lock returns the Tx's view of the document under prefix, taking the
 // document for the Tx at its first write of it.
-func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docState, error) {
+func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docEntry, error) {
 	t, err := c.w.txOf(c.db, tx)
 	if err != nil {
 		return nil, err
@@ -277,7 +337,8 @@ func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docStat
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	return &e.tx, nil
+	e.meters = c.meters
+	return e, nil
 }
 
 // Delete deletes the document id by writing a delete marker as its next
@@ -299,10 +360,11 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 	}
 	prefix := c.docPrefix(nil, id)
 	return link.Write(w, func(tx *storage.Tx) error {
-		d, err := c.lock(tx, prefix, id)
+		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
 		}
+		d := &e.tx
 		var latest int64
 		if c.shared {
 			if latest, err = d.latestShared(c.store, prefix); err == nil {
@@ -322,7 +384,8 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 			return err
 		}
 		d.latest, d.deleted = v, true
-		return nil
+		e.written++
+		return c.retain(tx, e, prefix, id)
 	})
 }
 
@@ -371,10 +434,11 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 	prefix := c.docPrefix(nil, id)
 	var dropped int64
 	err := link.Write(w, func(tx *storage.Tx) error {
-		d, err := c.lock(tx, prefix, id)
+		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
 		}
+		d := &e.tx
 		var latest int64
 		if c.shared {
 			if latest, err = d.latestShared(c.store, prefix); err == nil {
@@ -390,7 +454,9 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if latest == 0 || to < 1 {
 			return nil
 		}
+		c.w.dropping(prefix, to >= latest) // for Watch: see watch.go
 		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
+		e.removed += uint64(dropped)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}

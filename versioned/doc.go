@@ -9,7 +9,10 @@
 // HistoryPage read versions newest first, page by page; LatestAll reads
 // the latest version of every document; Count counts the versions kept.
 // Delete marks a document deleted, keeping its history; Prune and
-// PruneBefore drop old versions; Purge drops a whole history.
+// PruneBefore drop old versions; Purge drops a whole history;
+// Options.KeepVersions bounds every history as it is written. Watch
+// follows one document: each durable version once, in order, and its
+// drops.
 //
 // A [Feed] appends events of type T to named streams at positions that
 // read as times; Newest and Between read them newest first; Trim and
@@ -133,7 +136,9 @@
 // # Exclusive and shared engines
 //
 // On an exclusive engine (Pebble: one process holds the store), memory is
-// the truth: the cache above, the stream positions, the trims' low bounds.
+// the truth: the cache above (Latest of a document it knows is a point Get
+// of its latest key; a write made around this package is seen after
+// reopening), the stream positions, the trims' low bounds.
 // A write sends no condition and reads only what it has never seen, and
 // the function of a DB.Update runs once.
 //

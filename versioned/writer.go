@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
@@ -50,6 +52,20 @@ type writer struct {
 	mu     sync.Mutex
 	cache  versionCache // guarded by mu
 	closed bool         // guarded by mu
+
+	// What Watch needs to deliver durable versions only (see watch.go).
+	// While watching > 0, every Tx that changes a document records it in
+	// the document's entry (docEntry.pend) from the moment it is applied
+	// until it is durable. A Tx applied while no Watch ran records
+	// nothing and counts in unrecorded until it is durable; a new Watch
+	// waits for that count to reach zero before it reads.
+	watching     int           // guarded by mu
+	drained      chan struct{} // guarded by mu: closed when unrecorded reaches 0
+	unrecorded   atomic.Int64
+	drainWaiters atomic.Int64
+
+	reg    *link.Registry
+	meters map[string]*collMeters // guarded by mu: per collection name
 }
 
 type writerKey struct{}
@@ -64,7 +80,7 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 		return nil, err
 	}
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared}
+		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() { reg.OnClose(w.close) })
@@ -81,8 +97,9 @@ func (w *writer) close() {
 	}
 }
 
-// cacheEntries bounds the cache of a DB opened afterwards: about 200 bytes
-// each. A variable for tests only.
+// cacheEntries bounds the cache of a DB opened afterwards (Options.
+// CacheEntries raises it): about 340 bytes each, measured by
+// TestVersionCacheEntryCost. A variable for tests only.
 var cacheEntries = 1 << 16
 
 // docState is what is known of one document (or, for the trims, one
@@ -119,9 +136,30 @@ type docEntry struct {
 	holder  *txWrites
 	waiters int
 	wake    chan struct{} // closed at release, made by the first waiter
+
+	// For Watch (see watch.go), guarded by writer.mu. base is the
+	// committed latest version (baseKnown: known) when the holder took
+	// the lock; dropping is set while the holder drops versions. pend
+	// holds, per Tx applied and not yet durable that changed the
+	// document, the version up to which the document was durable before
+	// it (0: unknown); changed is closed when such a Tx becomes durable.
+	base      int64
+	baseKnown bool
+	dropped   bool // the holder drops versions
+	dropping  bool // the holder drops every version
+	watchers  int
+	pend      []int64
+	changed   chan struct{}
+
+	// For DB.Metrics: the collection's meters, and the versions the
+	// holder's Tx wrote and removed, added to them when it is applied.
+	meters           *collMeters
+	written, removed uint64
 }
 
-func (e *docEntry) pinned() bool { return e.holder != nil || e.waiters > 0 }
+func (e *docEntry) pinned() bool {
+	return e.holder != nil || e.waiters > 0 || e.watchers > 0 || len(e.pend) > 0
+}
 
 // versionCache maps a key prefix to its docEntry. It keeps two generations
 // of at most max/2 entries each: when the current one is full it becomes
@@ -180,8 +218,15 @@ type txWrites struct {
 	// dropped.
 	committing bool
 
-	onApplied, onAborted func()
-	onPrepare            func() error
+	onApplied, onAborted, onCommitted func()
+	onPrepare                         func() error
+
+	// The entries whose change this Tx recorded for Watch, with the
+	// floor recorded in each; unrecorded: the Tx counts in
+	// writer.unrecorded. Cleared when the Tx is durable.
+	pending    []*docEntry
+	floors     []int64
+	unrecorded bool
 }
 
 type txWritesKey struct{}
@@ -206,12 +251,13 @@ func (w *writer) txOf(db *tipkv.DB, tx *storage.Tx) (*txWrites, error) {
 		t, ok := txWritesPool.Get().(*txWrites)
 		if !ok {
 			t = &txWrites{}
-			t.onApplied, t.onAborted = t.applied, t.aborted
+			t.onApplied, t.onAborted, t.onCommitted = t.applied, t.aborted, t.committed
 			t.onPrepare = func() error { t.committing = true; return nil }
 		}
 		t.w, t.tx = w, tx
 		tx.OnApplied(t.onApplied)
 		tx.OnAbort(t.onAborted)
+		tx.OnCommit(t.onCommitted)
 		if w.shared {
 			tx.OnPrepare(t.onPrepare)
 		}
@@ -234,6 +280,7 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 		if e.holder == nil {
 			e.holder = t
 			e.tx = e.state
+			e.base, e.baseKnown, e.dropped, e.dropping = e.state.latest, e.state.latestKnown, false, false
 			t.held = append(t.held, e)
 			break
 		}
@@ -344,6 +391,11 @@ func insideEnclosingUpdate(ownIsUpdate bool) bool {
 // releases them.
 func (t *txWrites) applied() {
 	for _, e := range t.held {
+		if e.meters != nil && e.written|e.removed != 0 {
+			e.meters.writes.Add(e.written)
+			e.meters.removed.Add(e.removed)
+		}
+		e.written, e.removed = 0, 0
 		if e.stream != nil {
 			e.stream.trimApplied(e.tx.low, e.tx.cut)
 		}
@@ -354,7 +406,7 @@ func (t *txWrites) applied() {
 		}
 		e.state = e.tx
 	}
-	t.release()
+	t.unlock(true)
 }
 
 // aborted releases the Tx's documents: their versions are given back. On a
@@ -363,6 +415,7 @@ func (t *txWrites) applied() {
 func (t *txWrites) aborted() {
 	drop := t.w.shared && t.committing
 	for _, e := range t.held {
+		e.written, e.removed = 0, 0
 		if e.stream != nil {
 			e.stream.trimAborted()
 		}
@@ -370,22 +423,118 @@ func (t *txWrites) aborted() {
 			e.drop()
 		}
 	}
-	t.release()
+	t.unlock(false)
+	t.recycle()
 }
 
-// release unlocks the Tx's entries and recycles t: the Tx is over.
-func (t *txWrites) release() {
+// unlock unlocks the Tx's entries. After an applied Tx, it records for
+// Watch the documents it changed, until committed runs.
+func (t *txWrites) unlock(applied bool) {
 	w := t.w
 	w.mu.Lock()
 	for i, e := range t.held {
-		e.holder, e.stream, e.tx = nil, nil, docState{}
+		if applied {
+			if w.watching == 0 {
+				t.unrecorded = true
+			} else if e.dropped || !e.baseKnown || e.state.latest != e.base {
+				floor := e.base
+				if e.dropping || !e.baseKnown {
+					floor = 0
+				}
+				e.pend = append(e.pend, floor)
+				t.pending, t.floors = append(t.pending, e), append(t.floors, floor)
+			}
+		}
+		e.holder, e.stream, e.tx, e.dropped, e.dropping = nil, nil, docState{}, false, false
 		if e.wake != nil {
 			close(e.wake)
 			e.wake = nil
 		}
 		t.held[i] = nil
 	}
+	if t.unrecorded {
+		w.unrecorded.Add(1)
+	}
 	w.mu.Unlock()
+}
+
+// committed ends an applied Tx once it is durable: Watch may deliver what
+// it changed.
+func (t *txWrites) committed() {
+	w := t.w
+	if t.unrecorded && w.unrecorded.Add(-1) == 0 && w.drainWaiters.Load() > 0 {
+		w.mu.Lock()
+		if w.drained != nil {
+			close(w.drained)
+			w.drained = nil
+		}
+		w.mu.Unlock()
+	}
+	if len(t.pending) > 0 {
+		w.mu.Lock()
+		for i, e := range t.pending {
+			if j := slices.Index(e.pend, t.floors[i]); j >= 0 {
+				e.pend = slices.Delete(e.pend, j, j+1)
+			}
+			if e.changed != nil {
+				close(e.changed)
+				e.changed = nil
+			}
+			t.pending[i] = nil
+		}
+		w.mu.Unlock()
+	}
+	t.recycle()
+}
+
+// grow makes the version cache remember at least n documents.
+func (w *writer) grow(n int) {
+	w.mu.Lock()
+	w.cache.half = max(w.cache.half, (n+1)/2)
+	w.mu.Unlock()
+}
+
+// known returns the latest version of the document under prefix, and
+// whether it is a delete marker, when the cache knows it and no Tx holds
+// the document (ok). On an exclusive engine that is the store's latest
+// version: an entry's state changes only when a Tx holding it is applied.
+func (w *writer) known(prefix []byte) (latest int64, deleted, ok bool) {
+	w.mu.Lock()
+	e, found := w.cache.cur[string(prefix)]
+	if !found {
+		e, found = w.cache.old[string(prefix)]
+	}
+	if found && e.holder == nil && e.state.latestKnown {
+		latest, deleted, ok = e.state.latest, e.state.deleted, true
+	}
+	w.mu.Unlock()
+	return latest, deleted, ok
+}
+
+// dropping marks the entry under prefix, which the caller's Tx holds, as
+// losing versions (a Watch is told when that is durable), and with purge
+// every version: a Watch must then not take versions written after it for
+// the ones it had seen (see watch.go).
+func (w *writer) dropping(prefix []byte, purge bool) {
+	w.mu.Lock()
+	e, ok := w.cache.cur[string(prefix)]
+	if !ok {
+		e, ok = w.cache.old[string(prefix)] // held: pinned, so in one of them
+	}
+	if ok {
+		e.dropped = true
+		e.dropping = e.dropping || purge
+	}
+	w.mu.Unlock()
+}
+
+// recycle returns t to the pool: the Tx is over. If the durability wait
+// of an applied Tx fails, neither committed nor aborted runs and t is
+// left to the garbage collector, with its records (see writer): a Watch
+// of its documents then waits for ever, the safe side (Pebble refuses
+// every write after a failed WAL sync).
+func (t *txWrites) recycle() {
 	t.w, t.tx, t.held, t.last, t.lastKey, t.committing = nil, nil, t.held[:0], nil, t.lastKey[:0], false
+	t.pending, t.floors, t.unrecorded = t.pending[:0], t.floors[:0], false
 	txWritesPool.Put(t)
 }

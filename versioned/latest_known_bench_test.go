@@ -1,0 +1,149 @@
+package versioned_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/versioned"
+)
+
+// Latest of documents this DB wrote (their latest version known to the
+// version cache: a point Get) against a Get of the same keys through the
+// storage seam, in alternating chunks: tipkv's own cost above the engine's
+// Get. In memory, so the figure is CPU only. The root package's
+// BenchmarkVersions/op=latest-known pairs it with raw Pebble on disk.
+func BenchmarkLatestKnown(b *testing.B) {
+	b.Run("op=latest-known/pair=store-get", func(b *testing.B) { benchLatestKnown(b, false) })
+	// AsOf of the latest version: the prefix seek Latest made before.
+	b.Run("op=asof-latest/pair=store-get", func(b *testing.B) { benchLatestKnown(b, true) })
+}
+
+func benchLatestKnown(b *testing.B, seek bool) {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := link.Store(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := make([]byte, 100)
+	ids := make([]string, 1000)
+	keys := make([][]byte, len(ids))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("doc-%04d", i)
+		for range 5 {
+			if _, err := c.Put(db, ids[i], val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		keys[i] = codec.AppendDesc(codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "docs"), ids[i]), 5)
+	}
+	var tOurs, tBase time.Duration
+	const chunk = 64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i, k := 0, 0; i < b.N; i, k = i+chunk, k+1 {
+		n := min(chunk, b.N-i)
+		ours := func() {
+			start := time.Now()
+			for j := i; j < i+n; j++ {
+				var d versioned.Doc[[]byte]
+				var err error
+				if seek {
+					d, err = c.AsOf(ids[j%len(ids)], 5)
+				} else {
+					d, err = c.Latest(ids[j%len(ids)])
+				}
+				if err != nil || d.Version != 5 {
+					b.Fatal(d.Version, err)
+				}
+			}
+			tOurs += time.Since(start)
+		}
+		base := func() {
+			start := time.Now()
+			for j := i; j < i+n; j++ {
+				v, err := s.Get(keys[(j+500)%len(keys)])
+				if err != nil || len(v) != 100 {
+					b.Fatal(err)
+				}
+			}
+			tBase += time.Since(start)
+		}
+		if k%2 == 0 {
+			ours()
+			base()
+		} else {
+			base()
+			ours()
+		}
+	}
+	b.ReportMetric(float64(tOurs)/float64(tBase), "ratio")
+	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
+}
+
+// Put of random documents among 1,000,000 against Put among 10,000, in
+// alternating chunks (two in-memory DBs, NoSync): with CacheEntries above
+// the working set, a Put of a remembered document reads nothing at either
+// size. The documents of the large set are written once first.
+func BenchmarkPutWorkingSet(b *testing.B) {
+	const small, large = 10_000, 1_000_000
+	open := func(n int) (*tipkv.DB, *versioned.Collection[[]byte], []string) {
+		db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = db.Close() })
+		c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}, CacheEntries: 2 * large})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids := make([]string, n)
+		val := make([]byte, 16)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("document-%07d", i)
+			if _, err := c.Put(db, ids[i], val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return db, c, ids
+	}
+	dbS, cS, idsS := open(small)
+	dbL, cL, idsL := open(large)
+	val := make([]byte, 16)
+	var tS, tL time.Duration
+	const chunk = 256
+	put := func(db *tipkv.DB, c *versioned.Collection[[]byte], ids []string, i, n int) time.Duration {
+		start := time.Now()
+		for j := i; j < i+n; j++ {
+			if _, err := c.Put(db, ids[(j*7919)%len(ids)], val); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return time.Since(start)
+	}
+	b.ResetTimer()
+	for i, k := 0, 0; i < b.N; i, k = i+chunk, k+1 {
+		n := min(chunk, b.N-i)
+		if k%2 == 0 {
+			tS += put(dbS, cS, idsS, i, n)
+			tL += put(dbL, cL, idsL, i, n)
+		} else {
+			tL += put(dbL, cL, idsL, i, n)
+			tS += put(dbS, cS, idsS, i, n)
+		}
+	}
+	b.ReportMetric(float64(tL)/float64(tS), "ratio")
+	b.ReportMetric(float64(tS.Nanoseconds())/float64(b.N), "small-ns/op")
+	b.ReportMetric(float64(tL.Nanoseconds())/float64(b.N), "large-ns/op")
+}
