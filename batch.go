@@ -28,7 +28,7 @@ func (*Batch) writer() {}
 // the goroutine running it; it is not safe for concurrent use.
 type Batch struct {
 	db   *DB
-	tx   storage.Tx
+	tx   *storage.Tx // nil once the Update returned: the Tx is recycled
 	done bool
 }
 
@@ -54,26 +54,35 @@ func (db *DB) Update(fn func(*Batch) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: update: nil function", ErrInvalid)
 	}
-	return db.commit(fn, true)
+	return db.commit(fn)
 }
 
-// commit runs fn in a new Tx and commits it, again after a failed
-// condition. user says whether fn is the caller's (an Update) or a single
-// write of a package.
-func (db *DB) commit(fn func(*Batch) error, user bool) error {
+// commit runs the caller's Update function fn in a new Tx and commits it,
+// again after a failed condition. (A package's write on the DB takes the
+// same path through link.Write, begin and end.)
+func (db *DB) commit(fn func(*Batch) error) error {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
 	}
 	for attempt := 0; ; attempt++ {
-		err := db.try(fn, user)
+		err := db.try(fn)
 		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
 			return err
 		}
-		if db.opts.MaxRetries < 0 || attempt >= db.opts.MaxRetries {
-			return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, attempt+1, err)
+		if again, err := db.retry(attempt, err); !again {
+			return err
 		}
-		time.Sleep(backoff(attempt))
 	}
+}
+
+// retry decides what follows attempt, whose commit failed a condition
+// (err): it pauses and says to run again, or gives up with ErrConflict.
+func (db *DB) retry(attempt int, err error) (bool, error) {
+	if db.opts.MaxRetries < 0 || attempt >= db.opts.MaxRetries {
+		return false, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, attempt+1, err)
+	}
+	time.Sleep(backoff(attempt))
+	return true, nil
 }
 
 // backoff is the pause before attempt+1: 1 ms doubling to 256 ms, with
@@ -83,29 +92,27 @@ func backoff(attempt int) time.Duration {
 	return d/2 + rand.N(d)
 }
 
-func (db *DB) try(fn func(*Batch) error, user bool) (err error) {
-	b := &Batch{db: db}
-	b.tx.Batch = db.store.NewBatch()
-	b.tx.Owner = db
-	defer b.tx.Batch.Close()
+// try runs fn (through runUpdateFn) once in a new Tx and commits it. The
+// Tx and the store's batch are recycled: an Update allocates its Batch
+// only.
+func (db *DB) try(fn func(*Batch) error) (err error) {
+	tx := storage.NewTx(db.store.NewBatch(), db)
+	b := &Batch{db: db, tx: tx}
 	committed := false
 	defer func() {
-		b.done = true
+		b.done, b.tx = true, nil
 		if !committed {
-			b.tx.Abort()
+			tx.Abort()
 		}
+		_ = tx.Batch.Close()
+		tx.Release()
 	}()
-	if user {
-		err = db.runUpdateFn(fn, b)
-	} else {
-		err = fn(b)
-	}
-	if err != nil {
+	if err = db.runUpdateFn(fn, b); err != nil {
 		return err
 	}
 	b.done = true
 	committed = true
-	return b.tx.Commit(!db.opts.NoSync)
+	return tx.Commit(!db.opts.NoSync)
 }
 
 // runUpdateFn calls the function of a DB.Update. It is a frame of its own,
@@ -121,36 +128,49 @@ func (db *DB) runUpdateFn(fn func(*Batch) error, b *Batch) error {
 	return fn(b)
 }
 
-// writeOnce is write, except that a *DB commits f's Tx once: a failed
-// condition comes back as it is (matching storage.ErrConditionFailed),
-// for a caller with a retry policy of its own.
-func writeOnce(w any, f func(*storage.Tx) error) error {
-	if db, ok := w.(*DB); ok && db != nil {
-		if db.opts.ReadOnly {
-			return fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
-		}
-		return db.try(func(b *Batch) error { return f(&b.tx) }, false)
-	}
-	return write(w, f)
-}
-
-// write runs f with the Tx of w. A *DB gets a Tx of its own, committed when
-// f returns nil (and run again after a failed condition).
-func write(w any, f func(*storage.Tx) error) error {
+// begin is link.Begin: the Tx a package's write on w runs in.
+func begin(w any) (*storage.Tx, bool, error) {
 	switch w := w.(type) {
 	case *Batch:
 		if w == nil {
-			return fmt.Errorf("%w: nil *tipkv.Batch", ErrInvalid)
+			return nil, false, fmt.Errorf("%w: nil *tipkv.Batch", ErrInvalid)
 		}
-		if w.done {
-			return fmt.Errorf("%w: batch used after its Update returned", ErrInvalid)
+		if w.done || w.tx == nil {
+			return nil, false, fmt.Errorf("%w: batch used after its Update returned", ErrInvalid)
 		}
-		return f(&w.tx)
+		return w.tx, false, nil
 	case *DB:
 		if w == nil {
-			return fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
+			return nil, false, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
 		}
-		return w.commit(func(b *Batch) error { return f(&b.tx) }, false)
+		if w.opts.ReadOnly {
+			return nil, false, fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
+		}
+		return storage.NewTx(w.store.NewBatch(), w), true, nil
 	}
-	return fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", ErrInvalid, w)
+	return nil, false, fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", ErrInvalid, w)
+}
+
+// end is link.End: it ends a Tx that begin made for a *DB.
+func end(w any, tx *storage.Tx, err error, panicked bool, attempt int, once bool) (bool, error) {
+	db := w.(*DB)
+	committed := false
+	func() {
+		defer func() {
+			if !committed {
+				tx.Abort()
+			}
+			_ = tx.Batch.Close()
+			tx.Release()
+		}()
+		if err != nil || panicked {
+			return
+		}
+		committed = true
+		err = tx.Commit(!db.opts.NoSync)
+	}()
+	if once || err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+		return false, err
+	}
+	return db.retry(attempt, err)
 }

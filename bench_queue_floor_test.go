@@ -24,9 +24,10 @@ import (
 // Queue operations against their physical floor: raw Pebble configured as
 // tipkv configures it (qbPebble: comparer, cache, memtable, filters,
 // format), on the same key and value bytes, doing only what the operation
-// must do, paired in one process (pairedRatio: interleaved chunks,
-// alternating order; ratio is the median chunk's op/floor, with the lowest
-// and highest). Everything NoSync, on disk. Run:
+// must do, paired in one process (pairedRatio, benchpair_test.go:
+// interleaved rounds in alternating order, on CPU time; ratio is op/floor
+// with its 95% interval, the median and the lowest and highest round).
+// Everything NoSync, on disk. Run:
 //
 //	go test -run '^$' -bench 'BenchmarkQueueFloor' -benchtime 20000x .
 //	go test -run '^$' -bench 'BenchmarkQueueOpen' -benchtime 5x .
@@ -237,9 +238,10 @@ func BenchmarkQueueFloor(b *testing.B) {
 	})
 }
 
-// qbCalls is how many calls of each side pairedRatio makes, and
-// qbAllocsRuns more for qbAllocs.
-func qbCalls(b *testing.B) int { return max(b.N/16, 1)*16 + qbAllocsRuns }
+// qbCalls is at least how many calls of each side pairedRatio makes
+// (b.N, or pairedRounds+1 for a small b.N), and qbAllocsRuns more for
+// qbAllocs.
+func qbCalls(b *testing.B) int { return max(b.N, pairedRounds+1) + qbAllocsRuns }
 
 const qbAllocsRuns = 64
 

@@ -1,49 +1,117 @@
 package tipkv_test
 
 import (
+	"math"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// pairedRatio runs op and base in interleaved chunks, in alternating order
-// (op base, base op, ...), b.N calls of each in all, so that both see the
-// same machine, and reports their costs and the ratio op/base: the median
-// of the per-chunk ratios, with the lowest and highest as its spread. The
-// ns/op Go prints is of op alone.
-func pairedRatio(b *testing.B, op, base func()) {
+// pairedRounds is how many rounds pairedRatio cuts b.N into.
+const pairedRounds = 20
+
+// pairedRatio measures op against base in the same process, interleaved:
+// b.N calls of each, cut into pairedRounds rounds of one chunk per side, in
+// an order that alternates from round to round (op base, base op, ...), so
+// that what one side leaves behind (a cache it filled, garbage it made)
+// falls on the other alike. A warm-up chunk of each runs first and is not
+// counted: each side runs at most max(b.N, pairedRounds+1) calls in all.
+//
+// Time is the process's CPU time (user and system, every thread: Pebble's
+// background work and the garbage collector count for whoever set them
+// off, more or less), so that other jobs on a busy machine do not stretch
+// one side's chunk; where the platform has no such clock it is wall time.
+//
+// It reports, as benchmark metrics:
+//
+//	ns/op, base-ns/op  the mean cost of one call of each side
+//	ratio              op/base: the geometric mean of the per-round ratios
+//	ratio-lo, ratio-hi its 95% Student-t interval (on the logarithms)
+//	ratio-med          the median per-round ratio
+//	ratio-min, -max    the lowest and highest per-round ratio
+//
+// Below 1 op is cheaper. Run with -benchtime Nx, N a multiple of
+// pairedRounds large enough that a chunk takes milliseconds.
+func pairedRatio(b *testing.B, op, base func()) { pairedRatioN(b, b.N, op, base) }
+
+// pairedRatioN is pairedRatio with calls calls of each side instead of b.N,
+// for an op that does many of b.N's units at once.
+func pairedRatioN(b *testing.B, calls int, op, base func()) {
 	b.Helper()
-	const chunks = 16
-	per := max(b.N/chunks, 1)
-	var tOp, tBase time.Duration
-	var ratios []float64
-	timed := func(f func()) time.Duration {
-		start := time.Now()
-		for range per {
+	per := max(calls/(pairedRounds+1), 1) // a round's chunk, and the warm-up
+	timed := func(f func(), n int) int64 {
+		start := cpuNanos()
+		for range n {
 			f()
 		}
-		return time.Since(start)
+		return cpuNanos() - start
 	}
 	b.ResetTimer()
 	b.StopTimer()
-	for c := range chunks {
-		var a, z time.Duration
-		if c%2 == 0 {
-			a, z = timed(op), timed(base)
+	timed(op, per)
+	timed(base, per)
+	var tOp, tBase int64
+	logs := make([]float64, 0, pairedRounds)
+	ratios := make([]float64, 0, pairedRounds)
+	for r := range pairedRounds {
+		var a, z int64
+		if r%2 == 0 {
+			a, z = timed(op, per), timed(base, per)
 		} else {
-			z, a = timed(base), timed(op)
+			z, a = timed(base, per), timed(op, per)
 		}
 		tOp, tBase = tOp+a, tBase+z
-		ratios = append(ratios, float64(a)/float64(z))
+		x := float64(max(a, 1)) / float64(max(z, 1))
+		ratios = append(ratios, x)
+		logs = append(logs, math.Log(x))
 	}
+	total := float64(per * pairedRounds)
+	gm, lo, hi := logInterval(logs)
 	slices.Sort(ratios)
-	calls := float64(per * chunks)
-	b.ReportMetric(float64(tOp.Nanoseconds())/calls, "ns/op")
-	b.ReportMetric(float64(tBase.Nanoseconds())/calls, "base-ns/op")
-	b.ReportMetric((ratios[chunks/2-1]+ratios[chunks/2])/2, "ratio")
+	b.ReportMetric(float64(tOp)/total, "ns/op")
+	b.ReportMetric(float64(tBase)/total, "base-ns/op")
+	b.ReportMetric(gm, "ratio")
+	b.ReportMetric(lo, "ratio-lo")
+	b.ReportMetric(hi, "ratio-hi")
+	b.ReportMetric((ratios[pairedRounds/2-1]+ratios[pairedRounds/2])/2, "ratio-med")
 	b.ReportMetric(ratios[0], "ratio-min")
-	b.ReportMetric(ratios[chunks-1], "ratio-max")
+	b.ReportMetric(ratios[pairedRounds-1], "ratio-max")
+}
+
+// logInterval returns the geometric mean of the ratios whose logarithms
+// are logs, and its 95% Student-t interval (as bench/paired.go does).
+func logInterval(logs []float64) (gm, lo, hi float64) {
+	n := float64(len(logs))
+	m := 0.0
+	for _, x := range logs {
+		m += x
+	}
+	m /= n
+	ss := 0.0
+	for _, x := range logs {
+		ss += (x - m) * (x - m)
+	}
+	hw := t975(len(logs)-1) * math.Sqrt(ss/(n-1)/n)
+	return math.Exp(m), math.Exp(m - hw), math.Exp(m + hw)
+}
+
+// t975 is the 0.975 quantile of Student's t distribution with df degrees
+// of freedom, from a table up to 30 and the normal quantile's 1.96 with
+// the first Cornish-Fisher term beyond.
+func t975(df int) float64 {
+	table := [...]float64{
+		12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+		2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+		2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272,
+	}
+	if df < 1 {
+		return math.NaN()
+	}
+	if df <= len(table) {
+		return table[df-1]
+	}
+	z := 1.959964
+	return z + (z*z*z+z)/(4*float64(df))
 }

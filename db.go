@@ -342,8 +342,8 @@ func init() {
 		}
 		return &d.services, nil
 	}
-	link.Write = write
-	link.WriteOnce = writeOnce
+	link.Begin = begin
+	link.End = end
 	link.Clock = func(db any) (func() time.Time, error) {
 		d, err := dbOf(db)
 		if err != nil {

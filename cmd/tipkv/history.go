@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"math"
@@ -133,7 +134,7 @@ func (s *store) readNewest(prefix, from []byte, limit int, min int64) (entries [
 		if n < min {
 			return errStop
 		}
-		entries = append(entries, numbered{n, decode(v)})
+		entries = append(entries, numbered{n, decode(bytes.Clone(v))})
 		return nil
 	})
 	return entries, newest, found, err

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/tipkv/tipkv/internal/storage"
 )
 
-// batch is a storage.Batch on a Pebble batch.
+// batch is a storage.Batch on a Pebble batch. Closed batches are recycled
+// (Pebble recycles its own): a commit allocates none.
 type batch struct {
 	b     *pebble.Batch
 	s     *Store
@@ -18,6 +20,14 @@ type batch struct {
 	err   error // a write over the limit: the batch is refused
 	// entered is set while an Apply(sync) waits for durability.
 	entered bool
+}
+
+var batchPool = sync.Pool{New: func() any { return new(batch) }}
+
+func (s *Store) newBatch() *batch {
+	b := batchPool.Get().(*batch)
+	b.b, b.s = s.db.NewBatch(), s
+	return b
 }
 
 // maxBatchBytes is MaxBatchBytes, a variable so that a test can lower it.
@@ -153,13 +163,22 @@ func (b *batch) Wait() (err error) {
 }
 
 // Close releases the batch, and the store if an Apply(true) was never
-// waited for, so that Close of the store cannot hang on it.
+// waited for, so that Close of the store cannot hang on it. The batch must
+// not be used after, not even closed again: it is recycled.
 func (b *batch) Close() error {
 	if b.entered {
 		b.entered = false
 		b.s.exit()
 	}
-	return b.b.Close()
+	err := b.b.Close()
+	conds := b.conds[:0]
+	clear(b.conds) // the conditions' keys and values are the caller's
+	if cap(conds) > 64 {
+		conds = nil
+	}
+	*b = batch{conds: conds}
+	batchPool.Put(b)
+	return err
 }
 
 // check evaluates conditions against the store as it is now. The caller

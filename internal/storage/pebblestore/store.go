@@ -276,7 +276,7 @@ func (s *Store) NewSnapshot() (storage.Snapshot, error) {
 }
 
 // NewBatch implements storage.Store.
-func (s *Store) NewBatch() storage.Batch { return &batch{b: s.db.NewBatch(), s: s} }
+func (s *Store) NewBatch() storage.Batch { return s.newBatch() }
 
 // Flush implements storage.Admin.
 func (s *Store) Flush() (err error) {

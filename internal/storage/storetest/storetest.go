@@ -426,7 +426,7 @@ func testBatchCopies(t *testing.T, h Harness) {
 		fill(v, 'x')
 		for i := int64(2); i <= 4; i++ {
 			k = append(buf[:0], qkey("c", i)...)
-			v = append(k[len(k):len(k)], fmt.Sprint(i)...)
+			v = append(k[len(k):], fmt.Sprint(i)...)
 			require.NoError(t, b.Set(k, v))
 			fill(k, 0xEE)
 			fill(v, 'x')

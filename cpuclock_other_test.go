@@ -1,0 +1,8 @@
+//go:build !unix
+
+package tipkv_test
+
+import "time"
+
+// cpuNanos is wall time where the platform has no process CPU clock.
+func cpuNanos() int64 { return time.Now().UnixNano() }

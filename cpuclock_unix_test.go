@@ -1,0 +1,15 @@
+//go:build unix
+
+package tipkv_test
+
+import "syscall"
+
+// cpuNanos is the CPU time the process has used, user and system, in
+// nanoseconds.
+func cpuNanos() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		panic(err)
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
