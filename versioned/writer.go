@@ -81,6 +81,16 @@ func (w *writer) close() {
 	}
 }
 
+// isClosed reports whether the DB has closed.
+func (w *writer) isClosed() bool {
+	select {
+	case <-w.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // cacheEntries bounds the cache of a DB opened afterwards: about 200 bytes
 // each. A variable for tests only.
 var cacheEntries = 1 << 16

@@ -1,0 +1,262 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/versioned"
+)
+
+// followCases returns the tests of following a feed (Since, Follow) and of
+// its named cursors.
+func followCases() []Case {
+	return []Case{
+		{"SinceIsOldestFirst", checked(testSinceIsOldestFirst)},
+		{"FollowerLosesNothing", checked(testFollowerLosesNothing)},
+		{"FollowerLosesNothingNoSync", checked(testFollowerLosesNothingNoSync)},
+		{"FollowEnds", checked(testFollowEnds)},
+	}
+}
+
+// followEvents is the size of the follower loss test: the issue's
+// 1,000,000 events, scaled down under -short and the race detector.
+func followEvents(b Backend) int {
+	if testing.Short() || raceEnabled {
+		return b.N(20_000)
+	}
+	return b.N(1_000_000)
+}
+
+type tick struct {
+	W int `msgpack:"w"` // writer
+	I int `msgpack:"i"` // its Update
+	J int `msgpack:"j"` // event in the Update
+}
+
+// Since pages a stream oldest first, whatever the gaps between positions
+// and the page size; the bounds of the Query hold.
+func testSinceIsOldestFirst(t *testing.T, b Backend) {
+	db, f, clock := openFeed(t, b)
+	var want []int64
+	// Runs of dense positions with gaps of growing size between them.
+	at := sec(0)
+	for run := range 12 {
+		for i := range run + 1 {
+			clock.Set(at)
+			p, err := f.Append(db, "s", click{fmt.Sprint(run, i)})
+			require.NoError(t, err)
+			want = append(want, p)
+		}
+		at = at.Add(1 << (3 * run))
+	}
+	for _, limit := range []int{1, 2, 3, 7, 50, 0} {
+		var got []int64
+		after := int64(0)
+		for {
+			page := positionsOf(drain(t, f.Since("s", after, tipkv.Query{Limit: limit})))
+			if len(page) == 0 {
+				break
+			}
+			if limit > 0 {
+				require.LessOrEqual(t, len(page), limit)
+			}
+			got = append(got, page...)
+			after = page[len(page)-1]
+		}
+		require.Equal(t, want, got, "limit %d", limit)
+	}
+	all := positionsOf(drain(t, f.Since("s", 0, tipkv.Query{From: want[5], To: want[20]})))
+	require.Equal(t, want[5:21], all)
+	require.Empty(t, drain(t, f.Since("s", want[len(want)-1], tipkv.Query{})))
+	require.Empty(t, drain(t, f.Since("nothing", 0, tipkv.Query{})))
+	require.ErrorIs(t, drainErr(t, f.Since("s", -1, tipkv.Query{})), tipkv.ErrInvalid)
+	require.ErrorIs(t, drainErr(t, f.Since("s", 0, tipkv.Query{After: "x"})), tipkv.ErrInvalid)
+	require.ErrorIs(t, drainErr(t, f.Since("", 0, tipkv.Query{})), tipkv.ErrInvalid)
+}
+
+func testFollowerLosesNothing(t *testing.T, b Backend) {
+	followerLosesNothing(t, b, nil)
+}
+
+func testFollowerLosesNothingNoSync(t *testing.T, b Backend) {
+	followerLosesNothing(t, b, &tipkv.Options{NoSync: true})
+}
+
+var errAbortUpdate = errors.New("this Update aborts")
+
+// The issue's follower test: 8 goroutines append in Updates that do other
+// work too (another stream, a yield to the scheduler), some aborting after
+// their Appends; one follower follows the stream. Every committed event is
+// delivered exactly once, in position order, no aborted one is; and the
+// same holds across a close and reopen in the middle, the follower
+// resuming from the last position it handled.
+func followerLosesNothing(t *testing.T, b Backend, opts *tipkv.Options) {
+	total := followEvents(b)
+	if b.Reopen == nil {
+		t.Skip("the backend cannot reopen")
+	}
+	db := b.Open(t, opts)
+	var (
+		mu        sync.Mutex
+		committed = map[int64]tick{}
+		aborted   = map[tick]bool{}
+		delivered = map[int64]tick{}
+		last      int64 // the follower's stored position
+	)
+	// run writes about n events with 8 writers and follows them; it
+	// returns when the follower has delivered the sentinel appended after
+	// the writers are done.
+	run := func(db *tipkv.DB, n, phase int) {
+		f, err := versioned.NewFeed[tick](db, nil)
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		followed := make(chan error, 1)
+		go func() {
+			followed <- func() error {
+				for e, err := range f.Follow(ctx, "s", last) {
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					if e.Position <= last {
+						mu.Unlock()
+						return fmt.Errorf("position %d delivered after %d", e.Position, last)
+					}
+					if prev, ok := delivered[e.Position]; ok {
+						mu.Unlock()
+						return fmt.Errorf("position %d delivered twice: %v and %v", e.Position, prev, e.Value)
+					}
+					delivered[e.Position], last = e.Value, e.Position
+					mu.Unlock()
+					if e.Value.W < 0 {
+						return nil // the sentinel
+					}
+				}
+				return errors.New("Follow ended")
+			}()
+		}()
+		var left atomic.Int64
+		left.Store(int64(n))
+		var wg sync.WaitGroup
+		for w := range 8 {
+			spawn(&wg, func() {
+				rng := rand.New(rand.NewPCG(uint64(w), uint64(phase)))
+				for i := 0; left.Load() > 0; i++ {
+					k := 1 + rng.IntN(8)
+					abort := rng.IntN(10) == 0
+					var ps []int64
+					err := db.Update(func(tx *tipkv.Batch) error {
+						ps = ps[:0]
+						for j := range k {
+							p, err := f.Append(tx, "s", tick{W: w + 8*phase, I: i, J: j})
+							if err != nil {
+								return err
+							}
+							ps = append(ps, p)
+							if j == 0 {
+								// Other work, between Appends: another
+								// stream, and a chance for other
+								// Updates to commit meanwhile.
+								if _, err := f.Append(tx, fmt.Sprint("other-", w), tick{W: w}); err != nil {
+									return err
+								}
+								runtime.Gosched()
+							}
+						}
+						if abort {
+							return errAbortUpdate
+						}
+						return nil
+					})
+					mu.Lock()
+					switch {
+					case abort && errors.Is(err, errAbortUpdate):
+						for j := range k {
+							aborted[tick{W: w + 8*phase, I: i, J: j}] = true
+						}
+					case err != nil:
+						mu.Unlock()
+						t.Error(err)
+						return
+					default:
+						for j, p := range ps {
+							committed[p] = tick{W: w + 8*phase, I: i, J: j}
+						}
+						left.Add(-int64(k))
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		p, err := f.Append(db, "s", tick{W: -1, I: phase})
+		require.NoError(t, err)
+		mu.Lock()
+		committed[p] = tick{W: -1, I: phase}
+		mu.Unlock()
+		require.NoError(t, <-followed)
+	}
+	run(db, total/2, 0)
+	db = b.Reopen(t, db, opts)
+	run(db, total-total/2, 1)
+
+	mu.Lock()
+	defer mu.Unlock()
+	for p, e := range delivered {
+		require.False(t, aborted[e], "aborted event %v delivered at %d", e, p)
+	}
+	require.Equal(t, len(committed), len(delivered))
+	for p, e := range committed {
+		got, ok := delivered[p]
+		require.True(t, ok, "committed event %v at %d never delivered", e, p)
+		require.Equal(t, e, got)
+	}
+	t.Logf("%d events delivered, %d aborted ones not", len(delivered), len(aborted))
+}
+
+// Follow ends with ctx.Err() when its context ends, and with ErrClosed
+// when the DB closes, while it waits.
+func testFollowEnds(t *testing.T, b Backend) {
+	db, f, _ := openFeed(t, b)
+	_, err := f.Append(db, "s", click{"a"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got []string
+	var end error
+	for e, err := range f.Follow(ctx, "s", 0) {
+		if err != nil {
+			end = err
+			break
+		}
+		got = append(got, e.Value.Page)
+		cancel() // now waiting for more
+	}
+	require.Equal(t, []string{"a"}, got)
+	require.ErrorIs(t, end, context.Canceled)
+
+	done := make(chan error, 1)
+	waiting := make(chan struct{})
+	go func() {
+		for _, err := range f.Follow(context.Background(), "s", 0) {
+			if err != nil {
+				done <- err
+				return
+			}
+			close(waiting)
+		}
+		done <- errors.New("ended without an error")
+	}()
+	<-waiting
+	require.NoError(t, db.Close())
+	require.ErrorIs(t, <-done, tipkv.ErrClosed)
+}
