@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
@@ -23,6 +24,8 @@ func followCases() []Case {
 		{"FollowerLosesNothing", checked(testFollowerLosesNothing)},
 		{"FollowerLosesNothingNoSync", checked(testFollowerLosesNothingNoSync)},
 		{"FollowEnds", checked(testFollowEnds)},
+		{"GroupCursors", checked(testGroupCursors)},
+		{"GroupsProjectExactlyOnce", checked(testGroupsProjectExactlyOnce)},
 	}
 }
 
@@ -259,4 +262,146 @@ func testFollowEnds(t *testing.T, b Backend) {
 	<-waiting
 	require.NoError(t, db.Close())
 	require.ErrorIs(t, <-done, tipkv.ErrClosed)
+}
+
+// Named cursors: Advance moves a group's cursor only from where it is,
+// with the Update or not at all; Lag is the time it trails; Trim keeps
+// every event after the slowest cursor unless told otherwise.
+func testGroupCursors(t *testing.T, b Backend) {
+	db, f, clock := openFeed(t, b)
+	var ps []int64
+	for i := range 10 {
+		clock.Set(sec(i))
+		p, err := f.Append(db, "s", click{fmt.Sprint(i)})
+		require.NoError(t, err)
+		ps = append(ps, p)
+	}
+	c, err := f.Cursor("s", "g")
+	require.NoError(t, err)
+	require.Zero(t, c)
+	require.NoError(t, db.Update(func(tx *tipkv.Batch) error {
+		if err := f.Advance(tx, "s", "g", 0, ps[2]); err != nil {
+			return err
+		}
+		return f.Advance(tx, "s", "g", ps[2], ps[3]) // twice in one Update
+	}))
+	c, err = f.Cursor("s", "g")
+	require.NoError(t, err)
+	require.Equal(t, ps[3], c)
+	require.ErrorIs(t, f.Advance(db, "s", "g", ps[2], ps[5]), tipkv.ErrConflict)
+	require.ErrorIs(t, f.Advance(db, "s", "g", ps[3], ps[1]), tipkv.ErrInvalid)
+	require.ErrorIs(t, f.Advance(db, "s", "", 0, 1), tipkv.ErrInvalid)
+	// An aborted Update leaves the cursor where it was.
+	require.ErrorIs(t, db.Update(func(tx *tipkv.Batch) error {
+		if err := f.Advance(tx, "s", "g", ps[3], ps[4]); err != nil {
+			return err
+		}
+		return errAbortUpdate
+	}), errAbortUpdate)
+	c, err = f.Cursor("s", "g")
+	require.NoError(t, err)
+	require.Equal(t, ps[3], c)
+	lag, err := f.Lag("s", "g")
+	require.NoError(t, err)
+	require.Equal(t, 6*time.Second, lag)
+
+	require.NoError(t, f.Advance(db, "s", "slow", 0, ps[1]))
+	require.NoError(t, f.Trim(db, "s", 2))
+	require.Equal(t, ps[2:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))), "nothing after the slowest cursor is dropped")
+	require.NoError(t, f.DropGroup(db, "s", "slow"))
+	require.NoError(t, f.TrimBefore(db, "s", sec(9)))
+	require.Equal(t, ps[4:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))), "g's cursor holds")
+	past, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{TrimPastCursors: true})
+	require.NoError(t, err)
+	require.NoError(t, past.Trim(db, "s", 1))
+	require.Equal(t, ps[9:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))))
+
+	if b.Second != nil {
+		// Another process moves the cursor: this one's memory is stale,
+		// the commit fails, and the rerun reads and answers ErrConflict.
+		db2 := b.Second(t, db, nil)
+		f2, err := versioned.NewFeed[click](db2, nil)
+		require.NoError(t, err)
+		require.NoError(t, f2.Advance(db2, "s", "g", ps[3], ps[6]))
+		require.ErrorIs(t, f.Advance(db, "s", "g", ps[3], ps[7]), tipkv.ErrConflict)
+		require.NoError(t, f.Advance(db, "s", "g", ps[6], ps[7]))
+		c, err = f2.Cursor("s", "g")
+		require.NoError(t, err)
+		require.Equal(t, ps[7], c)
+	}
+}
+
+// Two groups project one stream while it is written, each writing its
+// projection (a stream of its own) and its cursor in one Update: each
+// projection holds every event once, in order.
+func testGroupsProjectExactlyOnce(t *testing.T, b Backend) {
+	db := b.Open(t, nil)
+	f, err := versioned.NewFeed[tick](db, nil)
+	require.NoError(t, err)
+	n := b.N(2000)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, g := range []string{"a", "b"} {
+		spawn(&wg, func() { errs <- project(ctx, db, f, g, n) })
+	}
+	for w := range 4 {
+		spawn(&wg, func() {
+			for i := range n / 4 {
+				if _, err := f.Append(db, "s", tick{W: w, I: i}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	wg.Wait()
+	want := positionsOf(drain(t, f.Since("s", 0, tipkv.Query{Limit: n + 1})))
+	for _, g := range []string{"a", "b"} {
+		checkProjection(t, f, g, want)
+	}
+}
+
+// project is one consumer of group g: it follows "s" from its cursor and,
+// per event, appends the event's position to the stream "proj-"+g and
+// advances its cursor in one Update, until it has handled n events.
+func project(ctx context.Context, db *tipkv.DB, f *versioned.Feed[tick], g string, n int) error {
+	cur, err := f.Cursor("s", g)
+	if err != nil {
+		return err
+	}
+	handled := 0
+	for e, err := range f.Follow(ctx, "s", cur) {
+		if err != nil {
+			return err
+		}
+		if err := db.Update(func(tx *tipkv.Batch) error {
+			if _, err := f.Append(tx, "proj-"+g, tick{I: int(e.Position >> 32), J: int(e.Position & 0xffffffff)}); err != nil {
+				return err
+			}
+			return f.Advance(tx, "s", g, cur, e.Position)
+		}); err != nil {
+			return err
+		}
+		cur = e.Position
+		if handled++; handled == n {
+			return nil
+		}
+	}
+	return errors.New("Follow ended")
+}
+
+// checkProjection requires the projection of group g to hold want, the
+// positions of the stream, each once, in order.
+func checkProjection(t testing.TB, f *versioned.Feed[tick], g string, want []int64) {
+	t.Helper()
+	var got []int64
+	for e, err := range f.Since("proj-"+g, 0, tipkv.Query{Limit: len(want) + 1}) {
+		require.NoError(t, err)
+		got = append(got, int64(e.Value.I)<<32|int64(e.Value.J))
+	}
+	require.Equal(t, want, got, "group %s", g)
 }
