@@ -292,7 +292,10 @@ func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := f.pos.stream(prefix)
+	// Pinned until the trim watches it (a shared engine's trim uses st
+	// only to find the Tx's own Appends, which keep it in memory).
+	st := f.pos.pin(prefix)
+	defer f.pos.unpin(st)
 	switch {
 	case f.shared:
 		// Another process's events may lie anywhere: no low bound is

@@ -57,10 +57,10 @@ func (f *Feed[T]) Since(stream string, after int64, q tipkv.Query) iter.Seq2[Eve
 		}
 		var bound int64
 		if f.shared {
-			bound, _, err = f.followBound(nil, prefix)
+			bound, _, err = f.followBound(nil, prefix, false)
 		} else {
 			st := f.pos.pin(prefix)
-			bound, _, err = f.followBound(st, prefix)
+			bound, _, err = f.followBound(st, prefix, false)
 			f.pos.unpin(st)
 		}
 		if err != nil {
@@ -109,9 +109,9 @@ func (f *Feed[T]) sinceSpan(stream string, after int64, q tipkv.Query) (prefix [
 // followBound returns the greatest position a follower may read now (see
 // Since) and, on an exclusive engine, a channel closed when it may have
 // moved. st is the stream's state, pinned, on an exclusive engine.
-func (f *Feed[T]) followBound(st *stream, prefix []byte) (int64, <-chan struct{}, error) {
+func (f *Feed[T]) followBound(st *stream, prefix []byte, wait bool) (int64, <-chan struct{}, error) {
 	if st != nil {
-		return st.followBound(f.store, prefix)
+		return st.followBound(f.store, prefix, wait)
 	}
 	// Commit order is position order: every event at or below the newest
 	// one stored has committed.
@@ -191,9 +191,9 @@ func (f *Feed[T]) Follow(ctx context.Context, stream string, after int64) iter.S
 			var bound int64
 			if f.shared {
 				changed = st.changedCh()
-				bound, _, err = f.followBound(nil, prefix)
+				bound, _, err = f.followBound(nil, prefix, false)
 			} else {
-				bound, changed, err = f.followBound(st, prefix)
+				bound, changed, err = f.followBound(st, prefix, true)
 			}
 			if err != nil {
 				fail(err)

@@ -16,13 +16,21 @@ import (
 )
 
 // positions hands out the positions of a DB's feed streams. There is one
-// per DB, shared by every Feed handle. It keeps a little state for every
-// stream appended to since the DB was opened (no eviction: forgetting a
-// stream with an Append in flight could hand its position out twice).
+// per DB, shared by every Feed handle. It keeps the state of recently used
+// streams, at most about streamEntries of them: as the writer's cache
+// does, two generations, the older dropped when the newer fills, except
+// the streams that are busy (an Append in flight, a trim, a follower, or
+// a caller between pin and unpin: forgetting those could hand a position
+// out twice). A dropped stream is loaded again with one seek.
 type positions struct {
-	mu      sync.Mutex
-	streams map[string]*stream // by key prefix
+	mu       sync.Mutex
+	cur, old map[string]*stream // by key prefix
+	half     int
 }
+
+// streamEntries bounds the streams a DB opened afterwards keeps in memory.
+// A variable for tests only.
+var streamEntries = 1 << 16
 
 type positionsKey struct{}
 
@@ -31,28 +39,45 @@ func positionsOf(db *tipkv.DB) (*positions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reg.Get(positionsKey{}, func() any { return &positions{streams: map[string]*stream{}} }).(*positions), nil
+	return reg.Get(positionsKey{}, func() any {
+		half := max(streamEntries/2, 1)
+		return &positions{cur: make(map[string]*stream, half), old: map[string]*stream{}, half: half}
+	}).(*positions), nil
 }
 
 // pin returns the state of the stream under prefix, kept in memory until
 // unpin.
 func (p *positions) pin(prefix []byte) *stream {
-	st := p.stream(prefix)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st, ok := p.cur[string(prefix)]
+	if !ok {
+		if st, ok = p.old[string(prefix)]; ok {
+			delete(p.old, string(prefix))
+		} else {
+			st = &stream{}
+		}
+		if len(p.cur) >= p.half {
+			p.old, p.cur = p.cur, p.old
+			for k, st := range p.cur {
+				if !st.busy() {
+					delete(p.cur, k)
+				}
+			}
+		}
+		p.cur[string(prefix)] = st
+	}
 	st.refs.Add(1)
 	return st
 }
 
 func (p *positions) unpin(st *stream) { st.refs.Add(-1) }
 
-func (p *positions) stream(prefix []byte) *stream {
+// len returns how many streams are in memory.
+func (p *positions) len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, ok := p.streams[string(prefix)]
-	if !ok {
-		s = &stream{inflight: map[int64]struct{}{}, ties: map[int64]int64{}}
-		p.streams[string(prefix)] = s
-	}
-	return s
+	return len(p.cur) + len(p.old)
 }
 
 // stream is the position state of one stream.
@@ -68,7 +93,7 @@ type stream struct {
 	// changed, made by a follower that waits, is closed when a position
 	// leaves inflight.
 	changed chan struct{}
-	// refs counts the followers and writes that hold the stream.
+	// refs counts the callers between pin and unpin.
 	refs atomic.Int32
 	// ties maps a time given to AppendAt in the past to where its next tie
 	// may go: every position in [time, ties[time]) was taken when it was
@@ -91,6 +116,16 @@ type stream struct {
 	// opened dropped: a range delete starts above it, so that it never
 	// overlaps an earlier one.
 	trimmed int64
+}
+
+// busy reports whether the stream's state must stay in memory.
+func (st *stream) busy() bool {
+	if st.refs.Load() > 0 {
+		return true
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.inflight) > 0 || st.watching || st.changed != nil
 }
 
 // maxTies bounds stream.ties; the map is emptied when it is full.
@@ -148,12 +183,18 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 		}
 	}
 	if at != 0 && p <= st.last {
+		if st.ties == nil {
+			st.ties = map[int64]int64{}
+		}
 		if len(st.ties) >= maxTies {
 			clear(st.ties)
 		}
 		st.ties[at] = p + 1
 	}
 	st.last = max(st.last, p)
+	if st.inflight == nil {
+		st.inflight = map[int64]struct{}{}
+	}
 	st.inflight[p] = struct{}{}
 	if st.low > 0 {
 		st.low = min(st.low, p)
@@ -234,8 +275,8 @@ func (st *stream) changedCh() <-chan struct{} {
 // aborted, so that no event can appear there later (AppendAt into the
 // past aside). It reads the stream's newest position from the store when
 // the stream is not loaded. changed is closed when the bound may have
-// moved.
-func (st *stream) followBound(s storage.Reader, prefix []byte) (bound int64, changed <-chan struct{}, err error) {
+// moved, made when wait is set.
+func (st *stream) followBound(s storage.Reader, prefix []byte, wait bool) (bound int64, changed <-chan struct{}, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
@@ -248,6 +289,9 @@ func (st *stream) followBound(s storage.Reader, prefix []byte) (bound int64, cha
 	bound = st.last
 	for p := range st.inflight {
 		bound = min(bound, p-1)
+	}
+	if !wait {
+		return bound, nil, nil
 	}
 	if st.changed == nil {
 		st.changed = make(chan struct{})
@@ -386,7 +430,8 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
 	prefix := namePrefix(codec.FamilyFeed, stream)
-	st := f.pos.stream(prefix)
+	st := f.pos.pin(prefix) // until its position is in flight
+	defer f.pos.unpin(st)
 	var p int64
 	err = link.Write(w, func(tx *storage.Tx) error {
 		if tx.Owner != f.db {
