@@ -24,6 +24,7 @@ func followCases() []Case {
 		{"FollowerLosesNothing", checked(testFollowerLosesNothing)},
 		{"FollowerLosesNothingNoSync", checked(testFollowerLosesNothingNoSync)},
 		{"FollowEnds", checked(testFollowEnds)},
+		{"FollowerAcrossProcesses", checked(testFollowerAcrossProcesses)},
 		{"GroupCursors", checked(testGroupCursors)},
 		{"GroupsProjectExactlyOnce", checked(testGroupsProjectExactlyOnce)},
 	}
@@ -404,4 +405,70 @@ func checkProjection(t testing.TB, f *versioned.Feed[tick], g string, want []int
 		got = append(got, int64(e.Value.I)<<32|int64(e.Value.J))
 	}
 	require.Equal(t, want, got, "group %s", g)
+}
+
+// On a shared engine two processes append to one stream while a follower
+// in one of them follows it: commit order is position order across
+// processes, so the follower is given every event once, in order, though
+// the other process's commits reach it only through the store.
+func testFollowerAcrossProcesses(t *testing.T, b Backend) {
+	if b.Second == nil {
+		t.Skip("one handle only: an exclusive engine")
+	}
+	dbA := b.Open(t, nil)
+	dbs := []*tipkv.DB{dbA, b.Second(t, dbA, nil)}
+	each := b.N(500)
+	var mu sync.Mutex
+	committed := map[int64]tick{}
+	fa, err := versioned.NewFeed[tick](dbA, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	followed := make(chan error, 1)
+	var delivered []int64
+	got := map[int64]tick{}
+	go func() {
+		followed <- func() error {
+			for e, err := range fa.Follow(ctx, "s", 0) {
+				if err != nil {
+					return err
+				}
+				if n := len(delivered); n > 0 && e.Position <= delivered[n-1] {
+					return fmt.Errorf("position %d after %d", e.Position, delivered[n-1])
+				}
+				delivered = append(delivered, e.Position)
+				got[e.Position] = e.Value
+				if e.Value.W < 0 {
+					return nil
+				}
+			}
+			return errors.New("Follow ended")
+		}()
+	}()
+	var wg sync.WaitGroup
+	for h, db := range dbs {
+		f, err := versioned.NewFeed[tick](db, nil)
+		require.NoError(t, err)
+		for g := range 2 {
+			spawn(&wg, func() {
+				for i := range each {
+					v := tick{W: 2*h + g, I: i}
+					p, err := f.Append(db, "s", v)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					committed[p] = v
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	p, err := fa.Append(dbA, "s", tick{W: -1})
+	require.NoError(t, err)
+	committed[p] = tick{W: -1}
+	require.NoError(t, <-followed)
+	require.Equal(t, committed, got)
 }
