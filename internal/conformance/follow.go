@@ -145,7 +145,7 @@ func followerLosesNothing(t *testing.T, b Backend, opts *tipkv.Options) {
 						return nil // the sentinel
 					}
 				}
-				return errors.New("Follow ended")
+				return errors.New("the follower ended early")
 			}()
 		}()
 		var left atomic.Int64
@@ -392,7 +392,7 @@ func project(ctx context.Context, db *tipkv.DB, f *versioned.Feed[tick], g strin
 			return nil
 		}
 	}
-	return errors.New("Follow ended")
+	return errors.New("the follower ended early")
 }
 
 // checkProjection requires the projection of group g to hold want, the
@@ -442,7 +442,7 @@ func testFollowerAcrossProcesses(t *testing.T, b Backend) {
 					return nil
 				}
 			}
-			return errors.New("Follow ended")
+			return errors.New("the follower ended early")
 		}()
 	}()
 	var wg sync.WaitGroup
