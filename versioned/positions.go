@@ -248,9 +248,9 @@ func (st *stream) trimAborted() {
 	st.mu.Unlock()
 }
 
-func (st *stream) release(p int64) {
-	st.mu.Lock()
-	delete(st.inflight, p)
+// releaseDone ends a release of positions begun by locking st.mu: it
+// wakes the stream's followers and unlocks.
+func (st *stream) releaseDone() {
 	if st.changed != nil {
 		close(st.changed)
 		st.changed = nil
@@ -309,6 +309,11 @@ type feedTx struct {
 	res []reservation
 	// guarded lists the streams whose head the Tx guards (shared engines).
 	guarded []*stream
+	// The stream of the Tx's last Append, kept in memory by its
+	// reservation: a run of Appends to one stream looks it up once.
+	lastName   string
+	lastPrefix []byte
+	lastSt     *stream
 	// committing: on a shared engine, the Tx went to commit; if it then
 	// aborts, its streams' hints are dropped.
 	committing bool
@@ -323,8 +328,20 @@ type reservation struct {
 type feedTxKey struct{}
 
 func (t *feedTx) release() {
+	// A run of one stream's positions is released under one lock.
+	var st *stream
 	for _, r := range t.res {
-		r.st.release(r.p)
+		if r.st != st {
+			if st != nil {
+				st.releaseDone()
+			}
+			st = r.st
+			st.mu.Lock()
+		}
+		delete(st.inflight, r.p)
+	}
+	if st != nil {
+		st.releaseDone()
 	}
 }
 
@@ -429,15 +446,21 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 	if err := checkValue(val); err != nil {
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
-	prefix := namePrefix(codec.FamilyFeed, stream)
-	st := f.pos.pin(prefix) // until its position is in flight
-	defer f.pos.unpin(st)
 	var p int64
 	err = link.Write(w, func(tx *storage.Tx) error {
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
 		ft := feedTxOf(tx, f.shared)
+		prefix, st := ft.lastPrefix, ft.lastSt
+		if st == nil || ft.lastName != stream {
+			// The Tx's last stream stays in memory while its
+			// reservation is in flight; another one is pinned until
+			// its own is.
+			prefix = namePrefix(codec.FamilyFeed, stream)
+			st = f.pos.pin(prefix)
+			defer f.pos.unpin(st)
+		}
 		if f.shared {
 			// Appends of this process to one stream commit one Tx at a
 			// time, so that they do not fail each other's head guard.
@@ -454,6 +477,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if p, before, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
+		ft.lastName, ft.lastPrefix, ft.lastSt = stream, prefix, st
 		ft.res = append(ft.res, reservation{st: st, p: p})
 		key := numberKey(prefix, p)
 		if f.shared {
