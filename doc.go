@@ -41,6 +41,7 @@
 //	family 0x03  queue state   03 | queue                      head, tail
 //	family 0x04  feed events   04 | stream | desc(pos)         event
 //	family 0x05  dead letters  05 | queue | asc(seq)           message
+//	family 0x06  feed cursors  06 | stream | group             asc(position)
 //
 // Version 1 of "alice" in collection "users":
 //

@@ -29,6 +29,7 @@ const (
 	FamilyQueueState  Family = 0x03 // 03 | queue
 	FamilyFeed        Family = 0x04 // 04 | stream | desc(position)
 	FamilyDeadLetters Family = 0x05 // 05 | queue | asc(seq)
+	FamilyFeedCursors Family = 0x06 // 06 | stream | group
 )
 
 // NumberSize is the encoded size of asc(n) and desc(n).

@@ -15,8 +15,11 @@
 // drops.
 //
 // A [Feed] appends events of type T to named streams at positions that
-// read as times; Newest and Between read them newest first; Trim and
-// TrimBefore drop old ones.
+// read as times; Newest and Between read them newest first; Since and
+// Follow read them oldest first for a consumer, never skipping an event
+// that commits later at a lower position; named cursors (Cursor, Advance,
+// Lag) keep each consumer group's position beside the data; Trim and
+// TrimBefore drop old ones, never past a group's cursor.
 //
 // [Collections] and [Streams] list the names in a store. Collection.In and
 // Feed.In read in a snapshot (tipkv.DB.View): several reads that agree
@@ -34,6 +37,7 @@
 //
 //	version  01 | collection | id | desc(version)  -> encoded document, or C1
 //	event    04 | stream          | desc(position) -> encoded event
+//	cursor   06 | stream | group                   -> asc(position)
 //
 // For example version 3 of document "a" of collection "users":
 //

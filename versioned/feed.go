@@ -24,6 +24,11 @@ type FeedOptions[T any] struct {
 	// Clock gives the time Append stamps on an event. The default is the
 	// DB's clock (tipkv.Options.Clock).
 	Clock func() time.Time
+
+	// TrimPastCursors lets Trim and TrimBefore drop events that a group's
+	// cursor has not passed yet (see Advance). The default (false) keeps
+	// every event after the slowest cursor of the stream.
+	TrimPastCursors bool
 }
 
 // Feed appends events of type T to named streams, time series whose
@@ -44,6 +49,8 @@ type Feed[T any] struct {
 	codec  codec.Value[T]
 	clock  func() time.Time
 	shared bool // the engine is shared: see shared.go
+	// pastCursors: trims ignore the groups' cursors.
+	pastCursors bool
 }
 
 // NewFeed returns a Feed on db.
@@ -62,7 +69,7 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 	}
 	f := &Feed[T]{db: db, store: s, w: w, pos: pos, shared: s.Caps().Shared}
 	if opts != nil {
-		f.codec, f.clock = opts.Codec, opts.Clock
+		f.codec, f.clock, f.pastCursors = opts.Codec, opts.Clock, opts.TrimPastCursors
 	}
 	if f.codec == nil {
 		f.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
@@ -197,7 +204,9 @@ func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byt
 }
 
 // Trim drops all but the keepNewest newest events of stream (keepNewest 0
-// drops them all). Finding where to cut scans the positions of the
+// drops them all), and never an event after the cursor of one of the
+// stream's groups (see Advance) unless FeedOptions.TrimPastCursors is set:
+// it reads the stream's cursors, one short scan. Finding where to cut scans the positions of the
 // keepNewest newest events. Inside an Update the Update's own Appends
 // count, and are dropped like the others; events of other Updates not yet
 // committed are not counted. Trims of one stream wait for each other (see
@@ -217,7 +226,8 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 }
 
 // TrimBefore drops the events of stream older than t: positions in
-// [0, t), the Update's own Appends included when w is a Batch. t must be
+// [0, t), the Update's own Appends included when w is a Batch, but none
+// after a group's cursor, as for Trim. t must be
 // in [MinTime, MaxTime]; any other time is ErrInvalid and drops nothing.
 // On a shared engine, when the stream holds events before t, they go with
 // one range delete at commit, which also takes those other processes
@@ -242,6 +252,13 @@ func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64,
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
 		c, err := cut(tr)
+		if err == nil && !f.pastCursors && c > 0 {
+			// Never past the slowest group's cursor.
+			var slowest int64
+			if slowest, err = slowestCursor(f.store, stream); err == nil {
+				c = min(c, slowest)
+			}
+		}
 		if err == nil {
 			if f.shared {
 				err = tr.dropShared(c)
@@ -275,7 +292,10 @@ func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := f.pos.stream(prefix)
+	// Pinned until the trim watches it (a shared engine's trim uses st
+	// only to find the Tx's own Appends, which keep it in memory).
+	st := f.pos.pin(prefix)
+	defer f.pos.unpin(st)
 	switch {
 	case f.shared:
 		// Another process's events may lie anywhere: no low bound is

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tipkv/tipkv"
@@ -15,13 +16,21 @@ import (
 )
 
 // positions hands out the positions of a DB's feed streams. There is one
-// per DB, shared by every Feed handle. It keeps a little state for every
-// stream appended to since the DB was opened (no eviction: forgetting a
-// stream with an Append in flight could hand its position out twice).
+// per DB, shared by every Feed handle. It keeps the state of recently used
+// streams, at most about streamEntries of them: as the writer's cache
+// does, two generations, the older dropped when the newer fills, except
+// the streams that are busy (an Append in flight, a trim, a follower, or
+// a caller between pin and unpin: forgetting those could hand a position
+// out twice). A dropped stream is loaded again with one seek.
 type positions struct {
-	mu      sync.Mutex
-	streams map[string]*stream // by key prefix
+	mu       sync.Mutex
+	cur, old map[string]*stream // by key prefix
+	half     int
 }
+
+// streamEntries bounds the streams a DB opened afterwards keeps in memory.
+// A variable for tests only.
+var streamEntries = 1 << 16
 
 type positionsKey struct{}
 
@@ -30,26 +39,62 @@ func positionsOf(db *tipkv.DB) (*positions, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reg.Get(positionsKey{}, func() any { return &positions{streams: map[string]*stream{}} }).(*positions), nil
+	return reg.Get(positionsKey{}, func() any {
+		half := max(streamEntries/2, 1)
+		return &positions{cur: make(map[string]*stream, half), old: map[string]*stream{}, half: half}
+	}).(*positions), nil
 }
 
-func (p *positions) stream(prefix []byte) *stream {
+// pin returns the state of the stream under prefix, kept in memory until
+// unpin.
+func (p *positions) pin(prefix []byte) *stream {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	s, ok := p.streams[string(prefix)]
+	st, ok := p.cur[string(prefix)]
 	if !ok {
-		s = &stream{inflight: map[int64]struct{}{}, ties: map[int64]int64{}}
-		p.streams[string(prefix)] = s
+		if st, ok = p.old[string(prefix)]; ok {
+			delete(p.old, string(prefix))
+		} else {
+			st = &stream{}
+		}
+		if len(p.cur) >= p.half {
+			p.old, p.cur = p.cur, p.old
+			for k, st := range p.cur {
+				if !st.busy() {
+					delete(p.cur, k)
+				}
+			}
+		}
+		p.cur[string(prefix)] = st
 	}
-	return s
+	st.refs.Add(1)
+	return st
+}
+
+func (p *positions) unpin(st *stream) { st.refs.Add(-1) }
+
+// len returns how many streams are in memory.
+func (p *positions) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.cur) + len(p.old)
 }
 
 // stream is the position state of one stream.
 type stream struct {
-	mu       sync.Mutex
-	loaded   bool               // last has been read from the store
-	last     int64              // greatest position handed out, or stored
-	inflight map[int64]struct{} // handed out, not yet applied or aborted
+	mu     sync.Mutex
+	loaded bool  // last has been read from the store
+	last   int64 // greatest position handed out, or stored
+	// inflight holds the positions handed out whose Tx has neither
+	// committed (applied and as durable as it asked) nor aborted. A
+	// follower sees only positions below the least of them (see
+	// followBound).
+	inflight map[int64]struct{}
+	// changed, made by a follower that waits, is closed when a position
+	// leaves inflight.
+	changed chan struct{}
+	// refs counts the callers between pin and unpin.
+	refs atomic.Int32
 	// ties maps a time given to AppendAt in the past to where its next tie
 	// may go: every position in [time, ties[time]) was taken when it was
 	// recorded. It spares a run of AppendAt calls with one time from
@@ -73,30 +118,42 @@ type stream struct {
 	trimmed int64
 }
 
+// busy reports whether the stream's state must stay in memory.
+func (st *stream) busy() bool {
+	if st.refs.Load() > 0 {
+		return true
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.inflight) > 0 || st.watching || st.changed != nil
+}
+
 // maxTies bounds stream.ties; the map is emptied when it is full.
 const maxTies = 1024
 
 // reserve hands out a unique position: with at == 0, the clock's time
 // bumped past the last position; otherwise at, or the first nanosecond
-// after it that no stored or in-flight event holds. A clock reading out of
-// [MinTime, MaxTime] is ErrInvalid.
-func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func() time.Time) (int64, error) {
+// after it that no stored or in-flight event holds. It returns the last
+// position before too. A clock reading out of [MinTime, MaxTime] is
+// ErrInvalid.
+func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func() time.Time) (p, before int64, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
 		last, err := newestNumber(s, prefix)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		// max: after an unload (a shared engine's failed commit), this
 		// process's own Appends in flight may lie above what is stored.
 		st.last, st.loaded = max(st.last, last), true
 	}
-	p := at
+	before = st.last
+	p = at
 	if at == 0 {
 		now := clock()
 		if err := checkTime("the clock reads", now); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		p = now.UnixNano()
 		if st.last < math.MaxInt64 {
@@ -118,20 +175,26 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 				break
 			}
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if p == math.MaxInt64 {
-			return 0, fmt.Errorf("%w: every position from %d on is taken", tipkv.ErrInvalid, at)
+			return 0, 0, fmt.Errorf("%w: every position from %d on is taken", tipkv.ErrInvalid, at)
 		}
 	}
 	if at != 0 && p <= st.last {
+		if st.ties == nil {
+			st.ties = map[int64]int64{}
+		}
 		if len(st.ties) >= maxTies {
 			clear(st.ties)
 		}
 		st.ties[at] = p + 1
 	}
 	st.last = max(st.last, p)
+	if st.inflight == nil {
+		st.inflight = map[int64]struct{}{}
+	}
 	st.inflight[p] = struct{}{}
 	if st.low > 0 {
 		st.low = min(st.low, p)
@@ -139,7 +202,7 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 	if st.watching {
 		st.watchMin = min(st.watchMin, p)
 	}
-	return p, nil
+	return p, before, nil
 }
 
 // unload marks the stream's last position and ties, hints on a shared
@@ -185,17 +248,72 @@ func (st *stream) trimAborted() {
 	st.mu.Unlock()
 }
 
-func (st *stream) release(p int64) {
-	st.mu.Lock()
-	delete(st.inflight, p)
+// releaseDone ends a release of positions begun by locking st.mu: it
+// wakes the stream's followers and unlocks.
+func (st *stream) releaseDone() {
+	if st.changed != nil {
+		close(st.changed)
+		st.changed = nil
+	}
 	st.mu.Unlock()
 }
 
-// feedTx holds the positions a Tx reserved, released when it is applied
-// (the events are then in the store for reserve to see) or aborted (the
+// changedCh returns a channel closed when a position of this process
+// leaves inflight: an Append of the stream committed or aborted.
+func (st *stream) changedCh() <-chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.changed == nil {
+		st.changed = make(chan struct{})
+	}
+	return st.changed
+}
+
+// followBound returns the greatest position a follower may read up to on
+// an exclusive engine: every position at or below it that an Append of
+// this process handed out has committed (durably, as its Update asked) or
+// aborted, so that no event can appear there later (AppendAt into the
+// past aside). It reads the stream's newest position from the store when
+// the stream is not loaded. changed is closed when the bound may have
+// moved, made when wait is set.
+func (st *stream) followBound(s storage.Reader, prefix []byte, wait bool) (bound int64, changed <-chan struct{}, err error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.loaded {
+		last, err := newestNumber(s, prefix)
+		if err != nil {
+			return 0, nil, err
+		}
+		st.last, st.loaded = max(st.last, last), true
+	}
+	bound = st.last
+	for p := range st.inflight {
+		bound = min(bound, p-1)
+	}
+	if !wait {
+		return bound, nil, nil
+	}
+	if st.changed == nil {
+		st.changed = make(chan struct{})
+	}
+	return bound, st.changed, nil
+}
+
+// feedTx holds the positions a Tx reserved, released when it commits
+// (applied and as durable as it asked: the events are then in the store
+// for reserve to see, and followers may read them) or aborted (the
 // positions are then free again, unless the clock has moved past them).
+// A Tx whose durability wait fails releases nothing: followers stop below
+// its events until a restart settles what survived.
 type feedTx struct {
 	res []reservation
+	// guarded lists the streams whose head the Tx guards (shared engines).
+	guarded []*stream
+	// The stream of the Tx's last Append, kept in memory by its
+	// reservation: a run of Appends to one stream looks it up once.
+	lastName   string
+	lastPrefix []byte
+	lastSt     *stream
 	// committing: on a shared engine, the Tx went to commit; if it then
 	// aborts, its streams' hints are dropped.
 	committing bool
@@ -210,8 +328,20 @@ type reservation struct {
 type feedTxKey struct{}
 
 func (t *feedTx) release() {
+	// A run of one stream's positions is released under one lock.
+	var st *stream
 	for _, r := range t.res {
-		r.st.release(r.p)
+		if r.st != st {
+			if st != nil {
+				st.releaseDone()
+			}
+			st = r.st
+			st.mu.Lock()
+		}
+		delete(st.inflight, r.p)
+	}
+	if st != nil {
+		st.releaseDone()
 	}
 }
 
@@ -316,24 +446,47 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 	if err := checkValue(val); err != nil {
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
-	prefix := namePrefix(codec.FamilyFeed, stream)
-	st := f.pos.stream(prefix)
 	var p int64
 	err = link.Write(w, func(tx *storage.Tx) error {
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
 		ft := feedTxOf(tx, f.shared)
+		prefix, st := ft.lastPrefix, ft.lastSt
+		if st == nil || ft.lastName != stream {
+			// The Tx's last stream stays in memory while its
+			// reservation is in flight; another one is pinned until
+			// its own is.
+			prefix = namePrefix(codec.FamilyFeed, stream)
+			st = f.pos.pin(prefix)
+			defer f.pos.unpin(st)
+		}
+		if f.shared {
+			// Appends of this process to one stream commit one Tx at a
+			// time, so that they do not fail each other's head guard.
+			t, err := f.w.txOf(f.db, tx)
+			if err != nil {
+				return err
+			}
+			if _, err := t.lock(prefix); err != nil {
+				return fmt.Errorf("stream %q: %w", stream, err)
+			}
+		}
 		var err error
-		if p, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
+		var before int64
+		if p, before, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
 		}
+		ft.lastName, ft.lastPrefix, ft.lastSt = stream, prefix, st
 		ft.res = append(ft.res, reservation{st: st, p: p})
 		key := numberKey(prefix, p)
 		if f.shared {
 			// Another process may take the same position (the same clock
 			// instant): only one commit may write it.
 			if err := tx.Batch.Require(storage.Absent(key)); err != nil {
+				return err
+			}
+			if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
 				return err
 			}
 		}
@@ -349,7 +502,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 func feedTxOf(tx *storage.Tx, shared bool) *feedTx {
 	return tx.State(feedTxKey{}, func() any {
 		t := &feedTx{}
-		tx.OnApplied(t.release)
+		tx.OnCommit(t.release)
 		if shared {
 			tx.OnPrepare(func() error { t.committing = true; return nil })
 			tx.OnAbort(t.aborted)
@@ -381,4 +534,21 @@ func (t *feedTx) drop(st *stream, cut int64) {
 			r.dropped = true
 		}
 	}
+}
+
+// guardHead requires, once per Tx and stream on a shared engine, that the
+// store holds no event of the stream above before, the last position this
+// process knew of when the Tx first appended to it. Every position Append
+// hands out is above it, so a commit that passes the guard comes after
+// every event below its own: commit order is position order, across
+// processes, and a follower that has read up to a position never meets an
+// event below it later (AppendAt into the past aside). If another process
+// appended above, the commit fails, the stream is read again (see
+// feedTx.aborted) and the Update runs again.
+func (t *feedTx) guardHead(b storage.Batch, st *stream, prefix []byte, before int64) error {
+	if slices.Contains(t.guarded, st) || before == math.MaxInt64 {
+		return nil
+	}
+	t.guarded = append(t.guarded, st)
+	return b.Require(storage.Empty(numberKey(prefix, math.MaxInt64), numberKey(prefix, before)))
 }

@@ -97,6 +97,16 @@ func (w *writer) close() {
 	}
 }
 
+// isClosed reports whether the DB has closed.
+func (w *writer) isClosed() bool {
+	select {
+	case <-w.closing:
+		return true
+	default:
+		return false
+	}
+}
+
 // cacheEntries bounds the cache of a DB opened afterwards (Options.
 // CacheEntries raises it): about 340 bytes each, measured by
 // TestVersionCacheEntryCost. A variable for tests only.

@@ -1,13 +1,18 @@
 // Command feed appends sensor readings to event streams and reads them
 // back newest first: the newest few, a time window page by page, and
-// retention by age and by count.
+// retention by age and by count. Then a consumer group follows a stream
+// oldest first, writing a running total and its cursor in one Update,
+// and resumes from its cursor after the store is closed and reopened.
 //
 //	go run ./examples/feed
 package main
 
 import (
+	"context"
 	"fmt"
 	"log"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/tipkv/tipkv"
@@ -87,6 +92,82 @@ func main() {
 		log.Fatal(err)
 	}
 	fmt.Printf("after keeping the newest 24: %d left\n", count(feed))
+
+	follow()
+}
+
+// follow runs a consumer group, "totals", over the stream "orders" of a
+// store on disk: it follows the stream from its cursor and, per event,
+// adds the order to a running total (a document) and advances its cursor
+// in the same Update, so the total counts each order exactly once. The
+// store is closed halfway, as a restart would, and the group resumes
+// from its cursor.
+func follow() {
+	dir, err := os.MkdirTemp("", "tipkv-feed-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "store")
+	for run := 1; run <= 2; run++ {
+		db, err := tipkv.Open(path, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		orders, err := versioned.NewFeed[int](db, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		totals, err := versioned.NewCollection[int](db, "totals", nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for i := 1; i <= 3; i++ { // three new orders per run
+			if _, err := orders.Append(db, "orders", 10*run+i); err != nil {
+				log.Fatal(err)
+			}
+		}
+		cur, err := orders.Cursor("orders", "totals")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("\nrun %d: group \"totals\" resumes after position %d\n", run, cur)
+		ctx, cancel := context.WithCancel(context.Background())
+		handled := 0
+		for e, err := range orders.Follow(ctx, "orders", cur) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			err := db.Update(func(tx *tipkv.Batch) error {
+				sum := 0
+				if d, err := totals.Latest("all"); err == nil {
+					sum = d.Value
+				}
+				if _, err := totals.Put(tx, "all", sum+e.Value); err != nil {
+					return err
+				}
+				return orders.Advance(tx, "orders", "totals", cur, e.Position)
+			})
+			if err != nil {
+				log.Fatal(err)
+			}
+			cur = e.Position
+			fmt.Printf("  order of %d handled\n", e.Value)
+			if handled++; handled == 3 {
+				cancel() // caught up with this run's orders: stop, as a process would
+				break
+			}
+		}
+		cancel()
+		d, err := totals.Latest("all")
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("  total so far: %d\n", d.Value)
+		if err := db.Close(); err != nil {
+			log.Fatal(err)
+		}
+	}
 }
 
 func count(feed *versioned.Feed[Reading]) int {

@@ -93,7 +93,8 @@ var Families = []Family{
 	{0x03, "queue-state", []byte{0x03}, []byte{0x04}},
 	{0x04, "feed", []byte{0x04}, []byte{0x05}},
 	{0x05, "dead-letters", []byte{0x05}, []byte{0x06}},
-	{0x06, "other", []byte{0x06}, bytes.Repeat([]byte{0xff}, 16)},
+	{0x06, "feed-cursors", []byte{0x06}, []byte{0x07}},
+	{0x07, "other", []byte{0x07}, bytes.Repeat([]byte{0xff}, 16)},
 }
 
 type deadLetter struct {
@@ -217,6 +218,8 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		if ck.o.Values && !ck.o.Raw[name] {
 			ck.payload(k, v)
 		}
+	case 0x06:
+		ck.feedCursor(k, name, rest, v)
 	case 0x03:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the queue name", len(rest))
@@ -264,7 +267,29 @@ func (ck *checker) visit(f Family, k, v []byte) {
 }
 
 // nameOf names the first segment of each family's keys.
-var nameOf = map[byte]string{0x00: "name", 0x01: "collection", 0x02: "queue", 0x03: "queue", 0x04: "stream", 0x05: "queue"}
+var nameOf = map[byte]string{0x00: "name", 0x01: "collection", 0x02: "queue", 0x03: "queue", 0x04: "stream", 0x05: "queue", 0x06: "stream"}
+
+// feedCursor checks a group's cursor: 06 | stream | group -> asc(position),
+// both names non-empty, the position 8 bytes and not negative.
+func (ck *checker) feedCursor(k []byte, stream string, rest, v []byte) {
+	group, tail, err := codec.DecodeString(rest)
+	switch {
+	case err != nil:
+		ck.add("key", k, "bad group segment: %v", err)
+		return
+	case stream == "" || group == "":
+		ck.add("key", k, "empty stream or group name")
+	case len(tail) != 0:
+		ck.add("key", k, "%d bytes after the group name", len(tail))
+	}
+	if len(v) != codec.NumberSize {
+		ck.add("value", k, "cursor of %d bytes, want %d", len(v), codec.NumberSize)
+		return
+	}
+	if n, _, err := codec.DecodeAsc(v); err != nil || n < 0 {
+		ck.add("value", k, "cursor position %d: %v", n, err)
+	}
+}
 
 // numbered checks the number after a name: 8 bytes, at least 1.
 func (ck *checker) numbered(k []byte, name string, rest []byte, what string, asc bool) (int64, bool) {

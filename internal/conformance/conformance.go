@@ -79,6 +79,7 @@ func Run(t *testing.T, b Backend) {
 	}{
 		{"Documents", documentCases()},
 		{"Feeds", feedCases()},
+		{"Follow", followCases()},
 		{"Queues", queueCases()},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},

@@ -1,0 +1,229 @@
+package versioned
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
+)
+
+// Named cursors (consumer groups): each group of consumers of a stream
+// keeps the position of the last event it handled in a key of its own,
+//
+//	cursor  06 | stream | group  -> asc(position), 8 bytes
+//
+// beside the data, so that a consumer that writes its results and moves
+// its cursor in one Update handles every event exactly once, across
+// crashes and restarts.
+
+// groupKey returns the key of the cursor of group on stream.
+func groupKey(stream, group string) []byte {
+	return codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), stream), group)
+}
+
+func checkGroup(stream, group string) error {
+	if err := checkName("stream", stream); err != nil {
+		return err
+	}
+	if err := checkName("group", group); err != nil {
+		return fmt.Errorf("stream %q: %w", stream, err)
+	}
+	return nil
+}
+
+func decodeCursor(key, v []byte) (int64, error) {
+	if len(v) != codec.NumberSize {
+		return 0, fmt.Errorf("%w: cursor %x: want %d bytes, have %d", tipkv.ErrCorrupt, key, codec.NumberSize, len(v))
+	}
+	n, _, err := codec.DecodeAsc(v)
+	if err == nil && n < 0 {
+		err = fmt.Errorf("%w: cursor %x: position %d", tipkv.ErrCorrupt, key, n)
+	}
+	return n, err
+}
+
+// readCursor returns the stored cursor at key, 0 when there is none.
+func readCursor(r storage.Reader, key []byte) (int64, error) {
+	v, err := r.Get(key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return decodeCursor(key, v)
+}
+
+// Cursor returns the position stored for group on stream: that of the
+// last event the group handled, 0 when the group has none (it starts at
+// the stream's beginning). It reads the store: one Get.
+func (f *Feed[T]) Cursor(stream, group string) (int64, error) {
+	if err := checkGroup(stream, group); err != nil {
+		return 0, err
+	}
+	n, err := readCursor(f.store, groupKey(stream, group))
+	if err != nil {
+		return 0, fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+	}
+	return n, nil
+}
+
+// Advance moves the cursor of group on stream from position from (0: the
+// group has no cursor yet) to position to, as part of w: pass the Batch
+// of the Update that writes what the group made of the events in
+// (from, to], and either both commit or neither. If the stored cursor is
+// not from (another consumer of the group moved it), Advance fails with
+// ErrConflict and writes nothing, and so does the Update if it returns the
+// error. to below from is ErrInvalid.
+//
+// A consumer that resumes with Follow(ctx, stream, cursor) and advances
+// in the Update of its own writes thus applies each event once, whatever
+// crashes. Consumers of one group take turns: the cursor is one position.
+//
+// On an exclusive engine the cursor is read once and then kept in memory;
+// Advances of one group wait for each other's commit. On a shared engine
+// the Update requires the stored cursor to be from at commit, reading it
+// only after a failed commit or when memory says it has moved.
+func (f *Feed[T]) Advance(w tipkv.Writer, stream, group string, from, to int64) error {
+	if err := checkGroup(stream, group); err != nil {
+		return err
+	}
+	if from < 0 || to < from {
+		return fmt.Errorf("%w: stream %q, group %q: Advance from %d to %d", tipkv.ErrInvalid, stream, group, from, to)
+	}
+	key := groupKey(stream, group)
+	return link.Write(w, func(tx *storage.Tx) error {
+		d, err := f.lockCursor(tx, key)
+		if err != nil {
+			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+		}
+		if err := f.expectCursor(tx, key, d, from); err != nil {
+			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+		}
+		d.latest, d.latestKnown = to, true
+		return tx.Batch.Set(key, codec.AppendAsc(nil, to))
+	})
+}
+
+// DropGroup deletes the cursor of group on stream, as part of w: the
+// group no longer holds back Trim.
+func (f *Feed[T]) DropGroup(w tipkv.Writer, stream, group string) error {
+	if err := checkGroup(stream, group); err != nil {
+		return err
+	}
+	key := groupKey(stream, group)
+	return link.Write(w, func(tx *storage.Tx) error {
+		d, err := f.lockCursor(tx, key)
+		if err != nil {
+			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+		}
+		d.latest, d.latestKnown, d.sh.guarded = 0, true, true
+		return deletePoint(tx, key)
+	})
+}
+
+// lockCursor takes the writer's lock of the cursor key for the Tx, and
+// returns the Tx's view of it: latest is the cursor when latestKnown.
+func (f *Feed[T]) lockCursor(tx *storage.Tx, key []byte) (*docState, error) {
+	t, err := f.w.txOf(f.db, tx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := t.lock(key)
+	if err != nil {
+		return nil, err
+	}
+	return &e.tx, nil
+}
+
+// expectCursor fails with ErrConflict unless the cursor is from, as the
+// Tx sees it.
+func (f *Feed[T]) expectCursor(tx *storage.Tx, key []byte, d *docState, from int64) error {
+	conflict := func() error {
+		return fmt.Errorf("%w: the cursor is at %d, not %d: another consumer of the group moved it", tipkv.ErrConflict, d.latest, from)
+	}
+	read := func() error {
+		n, err := readCursor(f.store, key)
+		d.latest, d.latestKnown, d.sh.fresh = n, true, true
+		return err
+	}
+	switch {
+	case !f.shared:
+		if !d.latestKnown {
+			if err := read(); err != nil {
+				return err
+			}
+		}
+	case d.sh.guarded:
+		// The Tx's own view.
+	default:
+		if d.sh.verify || (d.latestKnown && d.latest != from) {
+			// After a failed commit, or when memory says conflict.
+			if err := read(); err != nil {
+				return err
+			}
+		}
+		if d.latest != from && d.sh.fresh {
+			return conflict()
+		}
+		d.sh.guarded, d.latest = true, from
+		c := storage.Absent(key)
+		if from > 0 {
+			c = storage.Equals(key, codec.AppendAsc(nil, from))
+		}
+		return tx.Batch.Require(c)
+	}
+	if d.latest != from {
+		return conflict()
+	}
+	return nil
+}
+
+// Lag returns how far the cursor of group trails stream: the time
+// between the position of its cursor and that of the newest event stored
+// (0 when it is caught up or the stream is empty). It is one Get and one
+// seek.
+func (f *Feed[T]) Lag(stream, group string) (time.Duration, error) {
+	c, err := f.Cursor(stream, group)
+	if err != nil {
+		return 0, err
+	}
+	n, err := newestNumber(f.store, namePrefix(codec.FamilyFeed, stream))
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	return time.Duration(max(n-c, 0)), nil
+}
+
+// slowestCursor returns the least cursor of stream's groups,
+// math.MaxInt64 when it has none: one scan of its cursors.
+func slowestCursor(r storage.Reader, stream string) (slowest int64, err error) {
+	lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), stream)
+	it, err := newIter(r, lo, codec.PrefixEnd(lo), 0)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	slowest = math.MaxInt64
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.Value()
+		if err != nil {
+			return 0, err
+		}
+		n, err := decodeCursor(it.Key(), v)
+		if err != nil {
+			return 0, err
+		}
+		slowest = min(slowest, n)
+	}
+	return slowest, it.Error()
+}
