@@ -28,6 +28,7 @@ var families = []*familyInfo{
 	{id: codec.FamilyQueueState, name: "queue-state", segs: []string{"queue"}},
 	{id: codec.FamilyFeed, name: "feed", segs: []string{"stream"}, num: "position", desc: true},
 	{id: codec.FamilyDeadLetters, name: "dead-letters", segs: []string{"queue"}, num: "seq"},
+	{id: codec.FamilyFeedCursors, name: "feed-cursors", segs: []string{"stream", "group"}},
 }
 
 // lookupFamily finds a family by name ("versions") or number ("1", "0x01").
