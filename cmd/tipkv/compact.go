@@ -13,7 +13,7 @@ var compactCommand = &command{
 	summary: "compact the store family by family, reclaiming deleted space",
 	help: `
 Flushes the memtable, then compacts the store one key family at a time
-(meta, versions, queue-items, queue-state, feed, dead-letters, then any
+(meta, versions, queue-items, queue-state, feed, dead-letters, feed-cursors, then any
 other keys), printing on stderr each step's estimated size on disk and,
 every 10 seconds of a long step, that it is still at work. It reports the
 size on disk and the tombstones in sstables before and after.
