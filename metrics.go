@@ -184,8 +184,9 @@ type CollectionMetrics struct {
 	Removed uint64
 }
 
-// StreamMetrics are one feed stream's figures, as the versioned package
-// reports them.
+// StreamMetrics are one feed stream's figures. The versioned package does
+// not report them yet: a feed may hold millions of streams, and one entry
+// each would make Metrics as large as the feed; Streams stays empty.
 type StreamMetrics struct {
 	Name string
 	// Appends counts the events appended; Removed the events removed
