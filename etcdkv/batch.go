@@ -182,6 +182,18 @@ func (b *batch) build() (txn, error) {
 			t.ops = append(t.ops, clientv3.OpDelete(s.key(o.key), clientv3.WithRange(s.key(o.end))))
 		}
 	}
+	if len(t.ops) == 0 && len(t.cmps) > 0 {
+		// A txn without writes is a read to etcd, and one whose ops are all
+		// serializable reads (none at all counts) is answered by the member
+		// the client is connected to from its own state, without the
+		// ReadIndex round that makes a read linearizable: a follower that
+		// has not yet applied another client's acknowledged write would
+		// say that the batch's conditions hold when they do not (a guard
+		// of a Delete that writes nothing would pass). One linearizable
+		// read, of no more than one key's count, makes the member catch up
+		// with the leader before it compares.
+		t.ops = append(t.ops, clientv3.OpGet(s.key(b.conds[0].Key), clientv3.WithCountOnly()))
+	}
 	return t, nil
 }
 
