@@ -204,7 +204,11 @@ type Iter interface {
 // Writes apply in the order they were added: a later write to a key wins,
 // a Set after a DeleteRange over its key survives. Conditions are checked
 // against the store as it is before the batch, atomically with the writes:
-// no other batch commits between the check and the apply.
+// no other batch commits between the check and the apply. A batch of
+// conditions only (a guard with nothing to write) is checked the same way,
+// against every batch committed before Apply was called, never a replica's
+// view that may lag (etcd answers such a txn from the member it reaches
+// unless it also reads: see etcdkv).
 type Batch interface {
 	// Set stores value at key. A write over the engine's limits is
 	// ErrInvalid, here or at Apply, and the whole batch is refused.
