@@ -339,7 +339,7 @@ func testGroupsProjectExactlyOnce(t *testing.T, b Backend) {
 	db := b.Open(t, nil)
 	f, err := versioned.NewFeed[tick](db, nil)
 	require.NoError(t, err)
-	n := b.N(2000)
+	n := max(b.N(2000)/4, 1) * 4 // 4 writers of n/4 each: the projectors wait for n
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
