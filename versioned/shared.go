@@ -1,7 +1,6 @@
 package versioned
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/tipkv/tipkv"
@@ -92,10 +91,10 @@ func (d *docState) guard(b storage.Batch, prefix []byte) error {
 	if d.latest == 0 {
 		// No version: the document's whole range is empty. On etcd a
 		// failing Empty reads the range, so it is only used here, where
-		// the range is expected to be empty.
-		// The batch keeps the condition's bytes until it commits, and a
-		// Put's prefix lives in a recycled buffer: copy it.
-		return b.Require(storage.Empty(bytes.Clone(prefix), numberKey(prefix, 0)))
+		// the range is expected to be empty. The batch copies the
+		// condition's bytes (storage.Batch), so a Put's recycled prefix
+		// buffer may go straight in.
+		return b.Require(storage.Empty(prefix, numberKey(prefix, 0)))
 	}
 	if err := b.Require(storage.Present(numberKey(prefix, d.latest))); err != nil {
 		return err
