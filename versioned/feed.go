@@ -29,6 +29,13 @@ type FeedOptions[T any] struct {
 	// cursor has not passed yet (see Advance). The default (false) keeps
 	// every event after the slowest cursor of the stream.
 	TrimPastCursors bool
+
+	// Retention bounds the streams under Retention.Streams by count and
+	// by age, trimmed by a background trimmer that this Feed runs until
+	// the DB closes (see FeedRetention). The zero value bounds nothing and
+	// runs no trimmer. One handle with a Retention per DB and prefix is
+	// enough: each handle that has one runs its own trimmer.
+	Retention FeedRetention
 }
 
 // Feed appends events of type T to named streams, time series whose
@@ -51,6 +58,7 @@ type Feed[T any] struct {
 	shared bool // the engine is shared: see shared.go
 	// pastCursors: trims ignore the groups' cursors.
 	pastCursors bool
+	retention   FeedRetention
 }
 
 // NewFeed returns a Feed on db.
@@ -69,13 +77,22 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 	}
 	f := &Feed[T]{db: db, store: s, w: w, pos: pos, shared: s.Caps().Shared}
 	if opts != nil {
+		if err := opts.Retention.check(); err != nil {
+			return nil, err
+		}
 		f.codec, f.clock, f.pastCursors = opts.Codec, opts.Clock, opts.TrimPastCursors
+		f.retention = opts.Retention
 	}
 	if f.codec == nil {
 		f.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
 	}
 	if f.clock == nil {
 		if f.clock, err = link.Clock(db); err != nil {
+			return nil, err
+		}
+	}
+	if f.retention.active() && f.retention.Interval >= 0 {
+		if err := f.startTrimmer(); err != nil {
 			return nil, err
 		}
 	}

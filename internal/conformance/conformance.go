@@ -78,7 +78,7 @@ func Run(t *testing.T, b Backend) {
 		cases []Case
 	}{
 		{"Documents", documentCases()},
-		{"Feeds", feedCases()},
+		{"Feeds", append(feedCases(), feedRetentionCases()...)},
 		{"Follow", followCases()},
 		{"Queues", queueCases()},
 		{"Outbox", outboxCases()},

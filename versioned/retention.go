@@ -1,0 +1,256 @@
+package versioned
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
+)
+
+// FeedRetention bounds the streams of a feed by count and by age, without
+// a job of the caller's: a Feed opened with one trims them in the
+// background (see FeedOptions.Retention and Feed.Retain).
+//
+// Every trim is Trim's: it never drops an event a group's cursor has not
+// passed (unless FeedOptions.TrimPastCursors), never one of the newest
+// MaxEvents, and drops what it drops with range deletes.
+type FeedRetention struct {
+	// Streams is the prefix of the names of the streams the bounds apply
+	// to; the empty prefix is every stream of the DB. Every Feed of a DB
+	// writes to the same streams (a stream is named, not typed), so give
+	// a feed whose streams need other bounds a prefix of its own.
+	Streams string
+
+	// MaxEvents, when above zero, keeps the newest MaxEvents events of
+	// each stream and drops the older ones.
+	MaxEvents int
+
+	// MaxAge, when above zero, drops the events older than MaxAge: those
+	// whose position (a time, see Event.Time) is before the clock's now
+	// minus MaxAge.
+	MaxAge time.Duration
+
+	// Interval is the time between two passes of the background trimmer,
+	// which also passes once when the Feed is created, so the bounds hold
+	// again soon after a restart. The default (0) is one minute. Below
+	// zero there is no background trimmer: call Retain.
+	//
+	// Between passes a stream may hold more than MaxEvents events and
+	// events older than MaxAge: the bounds hold after each pass, not at
+	// every commit. Reads do not hide what a pass has not dropped yet.
+	Interval time.Duration
+}
+
+func (r FeedRetention) active() bool { return r.MaxEvents > 0 || r.MaxAge > 0 }
+
+func (r FeedRetention) check() error {
+	switch {
+	case r.MaxEvents < 0:
+		return fmt.Errorf("%w: FeedRetention.MaxEvents %d", tipkv.ErrInvalid, r.MaxEvents)
+	case r.MaxAge < 0:
+		return fmt.Errorf("%w: FeedRetention.MaxAge %v", tipkv.ErrInvalid, r.MaxAge)
+	case len(r.Streams) > MaxNameSize:
+		return fmt.Errorf("%w: FeedRetention.Streams of %d bytes is over the limit of %d", tipkv.ErrInvalid, len(r.Streams), MaxNameSize)
+	}
+	return nil
+}
+
+// RetainStats says what one pass of Retain did.
+type RetainStats struct {
+	Streams int // streams visited
+	Trimmed int // streams it dropped events from
+}
+
+// retainPage is how many streams a pass reads with one iterator before it
+// trims them: the iterator is closed before any trim, so a pass pins no
+// snapshot for long and holds at most this many names in memory.
+const retainPage = 256
+
+// Retain runs one pass of the Feed's retention (FeedOptions.Retention)
+// now: it visits every stream under Retention.Streams, one seek each, and
+// trims in an Update of its own each stream that holds more than
+// MaxEvents events or events older than MaxAge, as far as the groups'
+// cursors allow. Appends to the stream do not wait for it; finding the
+// cut with MaxEvents reads the positions of the newest MaxEvents+1
+// events of the stream.
+//
+// It stops early with ctx's error, and returns ErrClosed once the DB has
+// closed. Without a bound in the Feed's Retention it does nothing. The
+// background trimmer calls it every Retention.Interval; a caller that
+// sets a negative Interval calls it when it likes.
+func (f *Feed[T]) Retain(ctx context.Context) (RetainStats, error) {
+	var st RetainStats
+	if !f.retention.active() {
+		return st, nil
+	}
+	lo := appendEscaped(codec.AppendFamily(nil, codec.FamilyFeed), f.retention.Streams)
+	hi := codec.PrefixEnd(lo)
+	for {
+		if f.w.isClosed() {
+			return st, tipkv.ErrClosed
+		}
+		names, next, err := f.streamPage(lo, hi)
+		if err != nil {
+			return st, fmt.Errorf("retention: %w", err)
+		}
+		for _, name := range names {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+			st.Streams++
+			trimmed, err := f.retainStream(name)
+			if err != nil {
+				return st, fmt.Errorf("retention: stream %q: %w", name, err)
+			}
+			if trimmed {
+				st.Trimmed++
+			}
+		}
+		if next == nil {
+			return st, nil
+		}
+		lo = next
+	}
+}
+
+// streamPage returns the names of up to retainPage streams in [lo, hi),
+// and where the next page starts (nil: there is none).
+func (f *Feed[T]) streamPage(lo, hi []byte) (names []string, next []byte, err error) {
+	it, err := newIter(f.store, lo, hi, 1)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for ok := it.First(); ok; ok = it.NextPrefix() {
+		k := it.Key()
+		name, _, err := codec.DecodeString(k[1:])
+		if err != nil {
+			return nil, nil, fmt.Errorf("key %x: %w", k, err)
+		}
+		names = append(names, name)
+		if len(names) == retainPage {
+			next = codec.PrefixEnd(k[:codec.Split(k)])
+			if next == nil || string(next) >= string(hi) {
+				next = nil
+			}
+			return names, next, nil
+		}
+	}
+	return names, nil, it.Error()
+}
+
+// retainStream trims one stream to the Feed's bounds when it holds
+// something to drop. It reads first, so that a stream within its bounds
+// costs no commit: the oldest position, the positions of the newest
+// MaxEvents+1 events and the groups' cursors. The trim itself finds its
+// cut again under the stream's lock.
+func (f *Feed[T]) retainStream(name string) (trimmed bool, err error) {
+	prefix := namePrefix(codec.FamilyFeed, name)
+	oldest, err := oldestNumber(f.store, prefix)
+	if err != nil || oldest == 0 {
+		return false, err
+	}
+	cut := f.ageCut()
+	if n := f.retention.MaxEvents; n > 0 {
+		tr := trimmer{store: f.store, prefix: prefix, d: &docState{low: oldest}}
+		found, err := tr.stored(span{top: math.MaxInt64, bottom: oldest}, n+1)
+		if err != nil {
+			return false, err
+		}
+		if len(found) > n {
+			cut = max(cut, found[n])
+		}
+	}
+	if cut < oldest {
+		return false, nil
+	}
+	if !f.pastCursors {
+		slowest, err := slowestCursor(f.store, name)
+		if err != nil {
+			return false, err
+		}
+		if min(cut, slowest) < oldest {
+			return false, nil
+		}
+	}
+	err = f.trim(f.db, name, func(tr *trimmer) (int64, error) {
+		c := f.ageCut()
+		if n := f.retention.MaxEvents; n > 0 {
+			byCount, err := tr.cutAfter(n)
+			if err != nil {
+				return 0, err
+			}
+			c = max(c, byCount)
+		}
+		return c, nil
+	})
+	return err == nil, err
+}
+
+// ageCut returns the newest position MaxAge drops, 0 for none.
+func (f *Feed[T]) ageCut() int64 {
+	if f.retention.MaxAge <= 0 {
+		return 0
+	}
+	return max(f.clock().UnixNano()-f.retention.MaxAge.Nanoseconds()-1, 0)
+}
+
+// startTrimmer runs Retain now and every Retention.Interval until the DB
+// closes; Close waits for a pass under way to stop (it stops between two
+// streams).
+func (f *Feed[T]) startTrimmer() error {
+	reg, err := link.Services(f.db)
+	if err != nil {
+		return err
+	}
+	every := f.retention.Interval
+	if every == 0 {
+		every = time.Minute
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	reg.OnClose(func() {
+		cancel()
+		<-done
+	})
+	log := link.Logger(f.db)
+	go func() {
+		defer close(done)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			st, err := f.Retain(ctx)
+			switch {
+			case ctx.Err() != nil, errors.Is(err, tipkv.ErrClosed):
+				return
+			case err != nil:
+				log.LogAttrs(ctx, slog.LevelWarn, "tipkv: feed retention pass failed",
+					slog.String("event", "feed-retention"), slog.String("streams", f.retention.Streams),
+					slog.Int("visited", st.Streams), slog.Int("trimmed", st.Trimmed), slog.Any("error", err))
+			default:
+				log.LogAttrs(ctx, slog.LevelDebug, "tipkv: feed retention pass",
+					slog.String("event", "feed-retention"), slog.String("streams", f.retention.Streams),
+					slog.Int("visited", st.Streams), slog.Int("trimmed", st.Trimmed),
+					slog.Duration("took", time.Since(start)))
+			}
+			t.Reset(every)
+		}
+	}()
+	return nil
+}
