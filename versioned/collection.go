@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
@@ -45,6 +46,32 @@ type Options[T any] struct {
 	// largest value any handle of the DB asks for and never shrinks. The
 	// default is 65,536.
 	CacheEntries int
+
+	// TTL, when above zero, gives every version this handle writes a time
+	// to live: from TTL after its write (by the DB's clock, tipkv.Options.
+	// Clock) the version reads as gone. Latest, Get and AsOf answer
+	// ErrNotFound for it, History skips it, LatestAll and LatestMany skip a
+	// document whose latest version has expired, and PutIf(..., 0) takes
+	// such a document for missing. Every version keeps the expiry it was
+	// written with, so a later TTL changes only later writes; give every
+	// handle of a collection the same TTL. Watch still yields each version
+	// once, as it is written. A TTL costs 10 bytes per version stored.
+	//
+	// Expired documents stay on disk until they are purged: a handle with
+	// a TTL purges, in the background, every document of the collection
+	// whose latest version has expired (see PurgeExpired and
+	// PurgeInterval). A purge drops the whole history, so a document
+	// written again afterwards starts at version 1 (see Purge); older
+	// expired versions of a live document stay until KeepVersions, Prune or
+	// the document's own expiry drops them.
+	TTL time.Duration
+
+	// PurgeInterval is the time between two passes of the background
+	// purge of expired documents, which also passes once when the handle
+	// is created. The default (0) is one minute; below zero there is no
+	// background purge: call PurgeExpired. Without a TTL there is none
+	// either.
+	PurgeInterval time.Duration
 }
 
 // Collection is a named set of documents of type T, each a history of
@@ -65,6 +92,8 @@ type Collection[T any] struct {
 	codec  codec.Value[T]
 	shared bool  // the engine is shared: see shared.go
 	keep   int64 // Options.KeepVersions
+	ttl    time.Duration
+	clock  func() time.Time
 	meters *collMeters
 
 	scratch sync.Pool // of *T, to decode point reads into
@@ -95,11 +124,22 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		if opts.CacheEntries < 0 {
 			return nil, fmt.Errorf("%w: collection %q: CacheEntries %d", tipkv.ErrInvalid, name, opts.CacheEntries)
 		}
-		c.codec, c.keep = opts.Codec, int64(opts.KeepVersions)
+		if opts.TTL < 0 {
+			return nil, fmt.Errorf("%w: collection %q: TTL %v", tipkv.ErrInvalid, name, opts.TTL)
+		}
+		c.codec, c.keep, c.ttl = opts.Codec, int64(opts.KeepVersions), opts.TTL
 		w.grow(opts.CacheEntries)
 	}
 	if c.codec == nil {
 		c.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
+	}
+	if c.clock, err = link.Clock(db); err != nil {
+		return nil, err
+	}
+	if c.ttl > 0 && (opts.PurgeInterval >= 0) {
+		if err := c.startPurger(opts.PurgeInterval); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -132,8 +172,9 @@ func (c *Collection[T]) docPrefix(dst []byte, id string) []byte {
 // would wait for an Update waiting for it (two documents written in
 // opposite orders) fails with ErrConflict instead: retry it.
 //
-// A value that encodes to the single byte 0xC1, the delete marker
-// (possible with codec.Raw or codec.String), is ErrInvalid.
+// A value whose encoding starts with the byte 0xC1, which tipkv keeps for
+// delete markers and expiry headers (possible with codec.Raw or
+// codec.String, never with msgpack), is ErrInvalid.
 //
 // On a shared engine (see the package doc) the version is written on the
 // condition that the latest is still the one it follows; if another
@@ -174,6 +215,7 @@ type putOp[T any] struct {
 	n        int    // length of the prefix
 	id       string
 	expected int64 // -1: unconditional
+	expires  int64 // the version's expiry (Unix ns), 0 for none
 	v        int64 // the version written
 	run      func(*storage.Tx) error
 }
@@ -193,20 +235,24 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 			c.puts.Put(op)
 		}
 	}()
-	op.id, op.expected, op.v = id, expected, 0
+	op.id, op.expected, op.v, op.expires = id, expected, 0, 0
 	op.buf = c.docPrefix(op.buf[:0], id)
 	op.n = len(op.buf)
 	op.buf = codec.AppendDesc(op.buf, 0) // room for desc(version)
+	if c.ttl > 0 {
+		op.expires = c.clock().Add(c.ttl).UnixNano()
+		op.buf = docfmt.AppendHeader(op.buf, op.expires)
+	}
+	start := len(op.buf)
 	var err error
 	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	val := op.buf[op.n+codec.NumberSize:]
-	if err := checkValue(val); err != nil {
+	if err := checkValue(op.buf[op.n+codec.NumberSize:]); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	if docfmt.IsDeleteMarker(val) {
-		return 0, fmt.Errorf("%w: %s: the value encodes to the single byte 0x%02X, which marks a deleted version", tipkv.ErrInvalid, c.where(id), docfmt.DeleteMarker)
+	if docfmt.Reserved(op.buf[start:]) {
+		return 0, fmt.Errorf("%w: %s: the value's encoding starts with the byte 0x%02X, which tipkv keeps for delete markers and expiry headers", tipkv.ErrInvalid, c.where(id), docfmt.DeleteMarker)
 	}
 	if err := link.Write(w, op.run); err != nil {
 		return 0, err
@@ -229,7 +275,7 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.where(op.id), err)
 	}
-	if op.expected >= 0 && latest != op.expected && (op.expected != 0 || !d.deleted) {
+	if op.expected >= 0 && latest != op.expected && (op.expected != 0 || !d.gone(c.clock)) {
 		return op.conflict(d)
 	}
 	v := latest + 1
@@ -241,7 +287,7 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 	if latest == 0 {
 		d.oldest, d.oldestKnown = 1, true
 	}
-	d.latest, d.deleted, op.v = v, false, v
+	d.latest, d.deleted, d.expires, op.v = v, false, op.expires, v
 	e.written++
 	return c.retain(tx, e, prefix, op.id)
 }
@@ -271,8 +317,11 @@ func (c *Collection[T]) retain(tx *storage.Tx, e *docEntry, prefix []byte, id st
 
 func (op *putOp[T]) conflict(d *docState) error {
 	what := ""
-	if d.deleted {
+	switch {
+	case d.deleted:
 		what = " (a delete marker)"
+	case d.gone(op.c.clock):
+		what = " (expired)"
 	}
 	return fmt.Errorf("%w: %s: latest version is %d%s, expected %d", tipkv.ErrConflict, op.c.where(op.id), d.latest, what, op.expected)
 }
@@ -289,7 +338,7 @@ func (op *putOp[T]) writeShared(tx *storage.Tx, e *docEntry) error {
 		latest, err = d.latestShared(c.store, prefix)
 	} else {
 		var conflict bool
-		latest, conflict, err = d.putIfLatest(c.store, prefix, op.expected)
+		latest, conflict, err = d.putIfLatest(c.store, prefix, op.expected, c.clock)
 		if err == nil && conflict {
 			return op.conflict(d)
 		}
@@ -309,7 +358,7 @@ func (op *putOp[T]) writeShared(tx *storage.Tx, e *docEntry) error {
 	if latest == 0 {
 		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
 	}
-	d.latest, d.deleted, op.v = v, false, v
+	d.latest, d.deleted, d.expires, op.v = v, false, op.expires, v
 	e.written++
 	return c.retain(tx, e, prefix, op.id)
 }
@@ -383,7 +432,7 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		if err := tx.Batch.Set(numberKey(prefix, v), []byte{docfmt.DeleteMarker}); err != nil {
 			return err
 		}
-		d.latest, d.deleted = v, true
+		d.latest, d.deleted, d.expires = v, true, 0
 		e.written++
 		return c.retain(tx, e, prefix, id)
 	})

@@ -2,6 +2,7 @@ package versioned
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
@@ -40,11 +41,11 @@ var rangeDeleteMin = 32
 // from the store when the Tx does not know it yet.
 func (d *docState) latestOf(s storage.Reader, prefix []byte) (int64, error) {
 	if !d.latestKnown {
-		v, deleted, err := newestVersion(s, prefix)
+		v, deleted, expires, err := newestVersion(s, prefix)
 		if err != nil {
 			return 0, err
 		}
-		d.latest, d.deleted, d.latestKnown = v, deleted, true
+		d.latest, d.deleted, d.expires, d.latestKnown = v, deleted, expires, true
 	}
 	return d.latest, nil
 }
@@ -63,29 +64,41 @@ func (d *docState) oldestOf(s storage.Reader, prefix []byte) (int64, error) {
 }
 
 // newestVersion returns the latest version under a document's prefix, 0
-// if there is none, and whether it is a delete marker: one prefix seek,
-// answered by the bloom filters when the document has no versions.
-func newestVersion(s storage.Reader, prefix []byte) (v int64, deleted bool, err error) {
+// if there is none, whether it is a delete marker and its expiry (0 for
+// none): one prefix seek, answered by the bloom filters when the document
+// has no versions.
+func newestVersion(s storage.Reader, prefix []byte) (v int64, deleted bool, expires int64, err error) {
 	it, err := newIter(s, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
 	defer func() {
 		if cerr := it.Close(); err == nil && cerr != nil {
-			v, deleted, err = 0, false, cerr
+			v, deleted, expires, err = 0, false, 0, cerr
 		}
 	}()
 	if !it.SeekPrefixGE(prefix) {
-		return 0, false, it.Error()
+		return 0, false, 0, it.Error()
 	}
 	if v, err = numberOf(it.Key(), len(prefix)); err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
 	raw, err := it.Value()
 	if err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
-	return v, docfmt.IsDeleteMarker(raw), nil
+	if docfmt.IsDeleteMarker(raw) {
+		return v, true, 0, nil
+	}
+	_, expires = docfmt.Split(raw)
+	return v, false, expires, nil
+}
+
+// gone reports whether the latest version known is a delete marker or has
+// expired by now (clock is read only for an expiring version): then
+// PutIf(0) may write the next version.
+func (d *docState) gone(clock func() time.Time) bool {
+	return d.deleted || (d.expires != 0 && d.expires <= clock().UnixNano())
 }
 
 // dropVersions deletes the versions [oldest, cut] of the document under
@@ -128,7 +141,7 @@ func dropVersions(tx *storage.Tx, s storage.Reader, d *docState, prefix []byte, 
 	}
 	d.oldest = cut + 1
 	if cut == d.latest {
-		d.latest, d.oldest, d.deleted = 0, 0, false
+		d.latest, d.oldest, d.deleted, d.expires = 0, 0, false, 0
 	}
 	return n, nil
 }

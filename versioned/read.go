@@ -56,7 +56,8 @@ func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *
 	}
 	var zero T
 	*scratch = zero
-	err := c.codec.Decode(raw, scratch)
+	enc, _ := docfmt.Split(raw)
+	err := c.codec.Decode(enc, scratch)
 	val := *scratch
 	if err != nil {
 		if !errors.Is(err, tipkv.ErrCorrupt) {
@@ -67,8 +68,21 @@ func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *
 	return Doc[T]{ID: id, Version: v, Value: val, coll: c.name, kind: kind}, nil
 }
 
-// docOne is doc with a recycled scratch, for the point reads.
+// expired reports whether raw, a stored version value, has expired by the
+// DB's clock (read only for a version with an expiry).
+func (c *Collection[T]) expired(raw []byte) bool {
+	if !docfmt.Reserved(raw) || docfmt.IsDeleteMarker(raw) {
+		return false
+	}
+	return docfmt.Expired(raw, c.clock().UnixNano())
+}
+
+// docOne is doc with a recycled scratch, for the point reads: an expired
+// version is ErrNotFound.
 func (c *Collection[T]) docOne(id string, v int64, raw []byte) (Doc[T], error) {
+	if c.expired(raw) {
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: expiredDoc}
+	}
 	p, ok := c.scratch.Get().(*T)
 	if !ok {
 		p = new(T)
@@ -241,6 +255,10 @@ func (c *Collection[T]) history(r storage.Reader, id string, q tipkv.Query, yiel
 		if err != nil {
 			return false, err
 		}
+		if c.expired(raw) {
+			sc.count-- // the limit counts the versions yielded
+			continue
+		}
 		d, err := c.doc(id, sc.n, raw, kindHistory, scratch)
 		if err != nil {
 			return false, err
@@ -339,7 +357,7 @@ func (c *Collection[T]) latestAll(r storage.Reader, q tipkv.Query, yield func(Do
 		if err != nil {
 			return err
 		}
-		if docfmt.IsDeleteMarker(raw) {
+		if docfmt.IsDeleteMarker(raw) || c.expired(raw) {
 			continue
 		}
 		d, err := c.doc(id, v, raw, kindAll, scratch)
@@ -371,6 +389,7 @@ const (
 	missingAsOf                // AsOf: no version <= v
 	missingVersion             // Get: no version v
 	deletedDoc                 // the version read is a delete marker
+	expiredDoc                 // the version read has expired (Options.TTL)
 )
 
 func (e *notFoundError) Error() string {
@@ -381,6 +400,8 @@ func (e *notFoundError) Error() string {
 			return fmt.Sprintf("%s: as of version %d it was deleted (delete marker at version %d)", where, e.v, e.deletedAt)
 		}
 		return fmt.Sprintf("%s: deleted (delete marker at version %d)", where, e.deletedAt)
+	case expiredDoc:
+		return fmt.Sprintf("%s: version %d has expired", where, e.v)
 	case missingAsOf:
 		return fmt.Sprintf("%s: no version <= %d", where, e.v)
 	case missingVersion:
@@ -435,7 +456,8 @@ func (c *Collection[T]) count(r storage.Reader, id string) (n int64, err error) 
 
 // LatestMany returns the latest version of each of ids, in a slice aligned
 // with ids: docs[i] is the latest version of ids[i], or the zero Doc
-// (Version 0, which no version has) when ids[i] has none or is deleted. An
+// (Version 0, which no version has) when ids[i] has none, is deleted or
+// has expired. An
 // id may appear more than once. It is one prefix seek per distinct id, in
 // key order on one iterator, each answered by the bloom filters for a
 // document that never existed. An empty or oversized id is ErrInvalid and
@@ -492,7 +514,7 @@ func (c *Collection[T]) latestMany(r storage.Reader, ids []string) (docs []Doc[T
 		if err != nil {
 			return nil, fmt.Errorf("%s, version %d: %w", c.where(ids[i]), v, err)
 		}
-		if docfmt.IsDeleteMarker(raw) {
+		if docfmt.IsDeleteMarker(raw) || c.expired(raw) {
 			continue
 		}
 		if docs[i], err = c.doc(ids[i], v, raw, kindHistory, scratch); err != nil {

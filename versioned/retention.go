@@ -2,7 +2,6 @@ package versioned
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/link"
 )
 
 // FeedRetention bounds the streams of a feed by count and by age, without
@@ -205,52 +203,11 @@ func (f *Feed[T]) ageCut() int64 {
 	return max(f.clock().UnixNano()-f.retention.MaxAge.Nanoseconds()-1, 0)
 }
 
-// startTrimmer runs Retain now and every Retention.Interval until the DB
-// closes; Close waits for a pass under way to stop (it stops between two
-// streams).
+// startTrimmer runs Retain in the background (see background).
 func (f *Feed[T]) startTrimmer() error {
-	reg, err := link.Services(f.db)
-	if err != nil {
-		return err
-	}
-	every := f.retention.Interval
-	if every == 0 {
-		every = time.Minute
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	reg.OnClose(func() {
-		cancel()
-		<-done
+	return background(f.db, f.retention.Interval, "tipkv: feed retention pass", func(ctx context.Context) ([]slog.Attr, error) {
+		st, err := f.Retain(ctx)
+		return []slog.Attr{slog.String("event", "feed-retention"), slog.String("streams", f.retention.Streams),
+			slog.Int("visited", st.Streams), slog.Int("trimmed", st.Trimmed)}, err
 	})
-	log := link.Logger(f.db)
-	go func() {
-		defer close(done)
-		t := time.NewTimer(0)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			start := time.Now()
-			st, err := f.Retain(ctx)
-			switch {
-			case ctx.Err() != nil, errors.Is(err, tipkv.ErrClosed):
-				return
-			case err != nil:
-				log.LogAttrs(ctx, slog.LevelWarn, "tipkv: feed retention pass failed",
-					slog.String("event", "feed-retention"), slog.String("streams", f.retention.Streams),
-					slog.Int("visited", st.Streams), slog.Int("trimmed", st.Trimmed), slog.Any("error", err))
-			default:
-				log.LogAttrs(ctx, slog.LevelDebug, "tipkv: feed retention pass",
-					slog.String("event", "feed-retention"), slog.String("streams", f.retention.Streams),
-					slog.Int("visited", st.Streams), slog.Int("trimmed", st.Trimmed),
-					slog.Duration("took", time.Since(start)))
-			}
-			t.Reset(every)
-		}
-	}()
-	return nil
 }

@@ -2,6 +2,7 @@ package versioned
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/storage"
@@ -61,11 +62,11 @@ type sharedView struct {
 // readLatest reads the document's latest version from the store into the
 // view.
 func (d *docState) readLatest(s storage.Reader, prefix []byte) error {
-	v, deleted, err := newestVersion(s, prefix)
+	v, deleted, expires, err := newestVersion(s, prefix)
 	if err != nil {
 		return err
 	}
-	d.latest, d.deleted, d.latestKnown, d.sh.fresh = v, deleted, true, true
+	d.latest, d.deleted, d.expires, d.latestKnown, d.sh.fresh = v, deleted, expires, true, true
 	return nil
 }
 
@@ -135,8 +136,8 @@ var errStale = fmt.Errorf("%w: %w: another process wrote the document since this
 // there is none: it assumes expected and guards that. It reads when a
 // conflict is likely (the hint disagrees) or the answer may be one and the
 // Tx's view was not read in this Tx, and after a failed commit.
-func (d *docState) putIfLatest(s storage.Reader, prefix []byte, expected int64) (latest int64, conflict bool, err error) {
-	matches := func() bool { return d.latest == expected || (expected == 0 && d.deleted) }
+func (d *docState) putIfLatest(s storage.Reader, prefix []byte, expected int64, clock func() time.Time) (latest int64, conflict bool, err error) {
+	matches := func() bool { return d.latest == expected || (expected == 0 && d.gone(clock)) }
 	switch {
 	case d.sh.guarded || d.sh.fresh:
 		// The Tx's own view: a read, or a guarded hint moved on by its own
@@ -148,7 +149,7 @@ func (d *docState) putIfLatest(s storage.Reader, prefix []byte, expected int64) 
 			return 0, true, nil
 		}
 		// A guarded hint: a conflict is only true if the hint was.
-		v, _, err := newestVersion(s, prefix)
+		v, _, _, err := newestVersion(s, prefix)
 		if err != nil {
 			return 0, false, err
 		}
@@ -169,7 +170,7 @@ func (d *docState) putIfLatest(s storage.Reader, prefix []byte, expected int64) 
 		// No read: assume it, and guard the assumption (expected 0: no
 		// version at all; the guard's Empty fails on a deleted document,
 		// and the rerun reads).
-		d.latest, d.deleted, d.latestKnown = expected, false, true
+		d.latest, d.deleted, d.expires, d.latestKnown = expected, false, 0, true
 	}
 	return d.latest, false, nil
 }

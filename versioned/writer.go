@@ -120,7 +120,8 @@ type docState struct {
 	oldest      int64 // oldest version, 0 if none; valid when oldestKnown
 	latestKnown bool
 	oldestKnown bool
-	deleted     bool // the latest version is a delete marker
+	deleted     bool  // the latest version is a delete marker
+	expires     int64 // the latest version's expiry (Unix ns), 0 for none
 
 	// For a stream: no event of the stream is below low (0: unknown);
 	// the trims applied before the Tx dropped every position <= trimmed

@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // maxCell is the widest value a table shows; --json shows every value whole.
@@ -80,7 +82,8 @@ type decoded struct {
 	value any
 	err   error
 	raw   []byte
-	json  bool // the value is JSON, not msgpack
+	json  bool  // the value is JSON, not msgpack
+	exp   int64 // a document version's expiry (Unix ns), 0 for none
 }
 
 // decode decodes a stored value: msgpack first (the default codec), else
@@ -88,16 +91,28 @@ type decoded struct {
 // a whole msgpack value (the integers 48 to 57): it shows as msgpack. raw
 // is copied: a scan's value is the iterator's, valid only until its next
 // step.
+//
+// A document version with a time to live has an expiry header before the
+// document (package docfmt): it is shown apart, and the document decoded.
 func decode(raw []byte) decoded {
 	raw = bytes.Clone(raw)
-	v, err := decodeValue(raw)
-	if err != nil && json.Valid(raw) {
+	doc, exp := docfmt.Split(raw)
+	v, err := decodeValue(doc)
+	if err != nil && json.Valid(doc) {
 		var buf bytes.Buffer
-		if json.Compact(&buf, raw) == nil {
-			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true}
+		if json.Compact(&buf, doc) == nil {
+			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true, exp: exp}
 		}
 	}
-	return decoded{value: v, err: err, raw: raw}
+	return decoded{value: v, err: err, raw: raw, exp: exp}
+}
+
+// expires renders the expiry of a document version, "" for none.
+func (d decoded) expires() string {
+	if d.exp == 0 {
+		return ""
+	}
+	return time.Unix(0, d.exp).UTC().Format(time.RFC3339Nano)
 }
 
 // cell renders d for a table: the value as JSON, or its hex when it did not
@@ -105,6 +120,9 @@ func decode(raw []byte) decoded {
 func (d decoded) cell() string {
 	if d.err != nil {
 		return hexCell(d.raw) + " (neither msgpack nor JSON)"
+	}
+	if e := d.expires(); e != "" {
+		return valueCell(d.value) + " (expires " + e + ")"
 	}
 	return valueCell(d.value)
 }
@@ -116,10 +134,14 @@ func (d decoded) fields() object {
 	if d.err != nil {
 		return object{{"value_hex", hex.EncodeToString(d.raw)}, {"value_error", d.err.Error()}}
 	}
+	o := object{{"value", d.value}}
 	if d.json {
-		return object{{"value", d.value}, {"value_encoding", "json"}}
+		o = append(o, field{"value_encoding", "json"})
 	}
-	return object{{"value", d.value}}
+	if e := d.expires(); e != "" {
+		o = append(o, field{"expires", e})
+	}
+	return o
 }
 
 // size renders a byte count for people.

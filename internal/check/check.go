@@ -348,7 +348,8 @@ func (ck *checker) version(k []byte, coll string, rest, v []byte) {
 	}
 	ck.prevVersion = n
 	if ck.o.Values && !ck.o.Raw[coll] && !docfmt.IsDeleteMarker(v) {
-		ck.payload(k, v)
+		doc, _ := docfmt.Split(v)
+		ck.payload(k, doc)
 	}
 }
 

@@ -77,7 +77,7 @@ func Run(t *testing.T, b Backend) {
 		name  string
 		cases []Case
 	}{
-		{"Documents", documentCases()},
+		{"Documents", append(documentCases(), documentTTLCases()...)},
 		{"Feeds", append(feedCases(), feedRetentionCases()...)},
 		{"Follow", followCases()},
 		{"Queues", queueCases()},

@@ -1,0 +1,123 @@
+package versioned
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
+)
+
+// PurgeStats says what one pass of PurgeExpired did.
+type PurgeStats struct {
+	Documents int   // documents visited
+	Purged    int   // documents purged: their latest version had expired
+	Versions  int64 // versions those purges dropped
+}
+
+// expiredDoc is a document a pass found expired: its id and the version
+// that was latest then.
+type expiredAt struct {
+	id string
+	v  int64
+}
+
+// PurgeExpired purges every document of the collection whose latest
+// version has expired (Options.TTL): it visits the documents with one
+// seek each and drops the whole history of each expired one in an Update
+// of its own, on the condition that its latest version is still the
+// expired one (a document written again meanwhile is kept). It works on
+// any collection, whatever this handle's TTL: the expiry is in each
+// version.
+//
+// It stops early with ctx's error, and returns ErrClosed once the DB has
+// closed. A handle with a TTL calls it in the background every
+// Options.PurgeInterval.
+func (c *Collection[T]) PurgeExpired(ctx context.Context) (PurgeStats, error) {
+	var st PurgeStats
+	lo, hi := c.prefix, codec.PrefixEnd(c.prefix)
+	for {
+		if c.w.isClosed() {
+			return st, tipkv.ErrClosed
+		}
+		visited, expired, next, err := c.expiredPage(lo, hi)
+		st.Documents += visited
+		if err != nil {
+			return st, fmt.Errorf("purging expired documents of %q: %w", c.name, err)
+		}
+		for _, e := range expired {
+			if err := ctx.Err(); err != nil {
+				return st, err
+			}
+			n, err := c.prune(c.db, e.id, func(latest int64) int64 {
+				if latest != e.v {
+					return 0 // written again: not expired any more
+				}
+				return latest
+			})
+			if err != nil {
+				return st, err
+			}
+			if n > 0 {
+				st.Purged++
+				st.Versions += n
+			}
+		}
+		if next == nil {
+			return st, ctx.Err()
+		}
+		lo = next
+	}
+}
+
+// expiredPage visits up to retainPage documents in [lo, hi) and returns
+// how many it visited, those whose latest version has expired, and where
+// the next page starts (nil: there is none). Its iterator is closed before
+// any purge.
+func (c *Collection[T]) expiredPage(lo, hi []byte) (visited int, expired []expiredAt, next []byte, err error) {
+	it, err := newIter(c.store, lo, hi, 1)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	now := c.clock().UnixNano()
+	for ok := it.First(); ok; ok = it.NextPrefix() {
+		k := it.Key()
+		visited++
+		raw, err := it.Value()
+		if err != nil {
+			return visited, nil, nil, err
+		}
+		if docfmt.Reserved(raw) && !docfmt.IsDeleteMarker(raw) && docfmt.Expired(raw, now) {
+			id, v, err := decodeDocTail(k[len(c.prefix):])
+			if err != nil {
+				return visited, nil, nil, fmt.Errorf("key %x: %w", k, err)
+			}
+			expired = append(expired, expiredAt{id: id, v: v})
+		}
+		if visited == retainPage {
+			next = codec.PrefixEnd(k[:codec.Split(k)])
+			if next == nil || string(next) >= string(hi) {
+				next = nil
+			}
+			return visited, expired, next, nil
+		}
+	}
+	return visited, expired, nil, it.Error()
+}
+
+// startPurger runs PurgeExpired in the background (see background).
+func (c *Collection[T]) startPurger(every time.Duration) error {
+	return background(c.db, every, "tipkv: purge of expired documents", func(ctx context.Context) ([]slog.Attr, error) {
+		st, err := c.PurgeExpired(ctx)
+		return []slog.Attr{slog.String("event", "ttl-purge"), slog.String("collection", c.name),
+			slog.Int("visited", st.Documents), slog.Int("purged", st.Purged), slog.Int64("versions", st.Versions)}, err
+	})
+}
