@@ -20,7 +20,11 @@ import (
 // Format 2 adds document delete markers (a deleted document's versions are
 // never reused) and records how the default value codec names struct
 // fields; format 1 stores are upgraded in place, keeping Go field names.
-const FormatVersion = 2
+// Format 3 adds the expiry header of document versions with a time to
+// live (versioned.Options.TTL), which an older tipkv would read as a
+// value that does not decode; format 2 stores are upgraded in place (they
+// hold no header).
+const FormatVersion = 3
 
 // Options configure a DB. A nil *Options is valid and means the defaults.
 type Options struct {

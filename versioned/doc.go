@@ -10,16 +10,20 @@
 // the latest version of every document; Count counts the versions kept.
 // Delete marks a document deleted, keeping its history; Prune and
 // PruneBefore drop old versions; Purge drops a whole history;
-// Options.KeepVersions bounds every history as it is written. Watch
-// follows one document: each durable version once, in order, and its
-// drops.
+// Options.KeepVersions bounds every history as it is written;
+// Options.TTL gives versions a time to live, after which they read as
+// gone and a background pass (or PurgeExpired) purges the expired
+// documents. Watch follows one document: each durable version once, in
+// order, and its drops.
 //
 // A [Feed] appends events of type T to named streams at positions that
 // read as times; Newest and Between read them newest first; Since and
 // Follow read them oldest first for a consumer, never skipping an event
 // that commits later at a lower position; named cursors (Cursor, Advance,
 // Lag) keep each consumer group's position beside the data; Trim and
-// TrimBefore drop old ones, never past a group's cursor.
+// TrimBefore drop old ones, never past a group's cursor, and
+// FeedOptions.Retention bounds streams by count and age with a background
+// trimmer (or Retain).
 //
 // [Collections] and [Streams] list the names in a store. Collection.In and
 // Feed.In read in a snapshot (tipkv.DB.View): several reads that agree

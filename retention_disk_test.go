@@ -1,0 +1,97 @@
+package tipkv_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/versioned"
+)
+
+// A feed bounded by FeedRetention keeps its disk bounded however long it
+// is written: here many times the retained data passes through a store on
+// disk, trimmed by Retain passes between rounds of appends (as the
+// background trimmer would), and the store's size after the last round
+// stays a small multiple of what it retains, far below what was written.
+// Sizes are read once the store has no flush or compaction running, so
+// the figure does not depend on how busy the machine is.
+func TestFeedRetentionKeepsDiskBounded(t *testing.T) {
+	rounds, streams, keep, value := 40, 16, 256, 512
+	if raceEnabled || testing.Short() {
+		rounds = 16
+	}
+	db, err := tipkv.Open(t.TempDir(), &tipkv.Options{NoSync: true, MemTableSize: 2 << 20})
+	require.NoError(t, err)
+	defer db.Close()
+	f, err := versioned.NewFeed[string](db, &versioned.FeedOptions[string]{
+		Retention: versioned.FeedRetention{MaxEvents: keep, Interval: -1},
+	})
+	require.NoError(t, err)
+	payload := strings.Repeat("x", value)
+	retained := uint64(streams * keep * value)
+	var written uint64
+	var sizes []uint64
+	for r := range rounds {
+		// Each round appends keep events to every stream: a whole
+		// stream's worth, so every round's pass drops as much as it
+		// appended.
+		require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+			for s := range streams {
+				for range keep {
+					if _, err := f.Append(b, fmt.Sprint("s", s), payload); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}))
+		written += uint64(streams * keep * value)
+		st, err := f.Retain(context.Background())
+		require.NoError(t, err)
+		if r > 0 {
+			require.Equal(t, versioned.RetainStats{Streams: streams, Trimmed: streams}, st)
+		}
+		sizes = append(sizes, settledDiskUsage(t, db))
+	}
+	for s := range streams {
+		n := 0
+		for _, err := range f.Newest(fmt.Sprint("s", s), tipkv.Query{}) {
+			require.NoError(t, err)
+			n++
+		}
+		require.Equal(t, keep, n)
+	}
+	last := sizes[len(sizes)-1]
+	t.Logf("retained %d KiB, written %d KiB, disk after each round (KiB): %v", retained>>10, written>>10, kib(sizes))
+	require.Less(t, last, written/4, "the disk holds a fraction of what was written")
+	require.Less(t, last, 12*retained+8<<20, "the disk is a small multiple of what is retained")
+	half := len(sizes) / 2
+	require.LessOrEqual(t, slices.Max(sizes[half:]), 2*slices.Max(sizes[1:half]), "the disk does not grow with the rounds")
+}
+
+func kib(ns []uint64) []uint64 {
+	out := make([]uint64, len(ns))
+	for i, n := range ns {
+		out[i] = n >> 10
+	}
+	return out
+}
+
+// settledDiskUsage returns the store's size once no flush or compaction
+// is running: it waits for the engine's work, not for time.
+func settledDiskUsage(t *testing.T, db *tipkv.DB) uint64 {
+	t.Helper()
+	for {
+		m, err := db.Metrics()
+		require.NoError(t, err)
+		if m.Storage.CompactionsRunning == 0 && m.Storage.FlushesRunning == 0 {
+			return m.Storage.DiskUsage
+		}
+		time.Sleep(time.Millisecond) // a poll of the engine's state, not a window
+	}
+}
