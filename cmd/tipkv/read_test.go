@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 func TestDump(t *testing.T) {
@@ -17,7 +19,7 @@ func TestDump(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 17, "a header and 16 keys:\n%s", out)
 	require.Regexp(t, `^FAMILY +KEY +VALUE$`, lines[0])
-	require.Regexp(t, `^meta +format +"2"$`, lines[1])
+	require.Regexp(t, `^meta +format +"`+strconv.Itoa(tipkv.FormatVersion)+`"$`, lines[1])
 	require.Regexp(t, `^meta +value-names +"json"$`, lines[2])
 	require.Regexp(t, `^versions +users \| alice \| 3 +\{"name":"Alice","email":"alice@example.com","age":31\}$`, lines[4], "newest version first")
 	require.Regexp(t, `^queue-items +jobs \| 3 +\{"attempts":1,"enqueued":"2025-03-01T12:00:00Z","visible_at":null\} \{"job":3\}$`, lines[8])
@@ -73,9 +75,9 @@ func TestDumpFilters(t *testing.T) {
 
 	rec := jsonLines(t, cliOK(t, "dump", "--json", "--hex", dir, "--family", "meta"))[0]
 	require.Equal(t, "00666f726d61740001", rec["key_hex"])
-	require.Equal(t, "32", rec["value_hex"])
+	require.Equal(t, hex.EncodeToString([]byte(strconv.Itoa(tipkv.FormatVersion))), rec["value_hex"])
 	out := cliOK(t, "dump", "--hex", dir, "--family", "meta")
-	require.Regexp(t, `meta +0x00666f726d61740001 +0x32\n`, out)
+	require.Regexp(t, `meta +0x00666f726d61740001 +0x`+hex.EncodeToString([]byte(strconv.Itoa(tipkv.FormatVersion)))+`\n`, out)
 }
 
 // Keys tipkv did not write and values that are not msgpack are shown in
@@ -262,4 +264,15 @@ func TestStatsBrokenQueue(t *testing.T) {
 	q := jsonOf(t, out)["queues"].([]any)[0].(map[string]any)
 	require.Contains(t, q["error"], "corrupt")
 	require.Equal(t, "corrupt", jsonOf(t, errOut)["kind"])
+}
+
+// A document version with a time to live shows its document and its expiry.
+func TestDecodeShowsTheExpiry(t *testing.T) {
+	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	v, err := codec.Msgpack[map[string]int]{}.Append(nil, map[string]int{"a": 1})
+	require.NoError(t, err)
+	d := decode(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...))
+	require.NoError(t, d.err)
+	require.Equal(t, `{"a":1} (expires 2030-01-02T03:04:05Z)`, d.cell())
+	require.Contains(t, d.fields(), field{"expires", "2030-01-02T03:04:05Z"})
 }
