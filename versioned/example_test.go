@@ -1,6 +1,8 @@
 package versioned_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
@@ -356,4 +358,72 @@ func ExampleCollections() {
 	// collection orders
 	// collection users
 	// stream audit
+}
+
+// A collection of sessions that expire half an hour after their last
+// write. The clock is set by hand here; a service leaves the DB's clock
+// (time.Now) and the background purge (every PurgeInterval) to do this.
+func ExampleOptions_ttl() {
+	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	sessions, err := versioned.NewCollection[Profile](db, "sessions", &versioned.Options[Profile]{
+		TTL:           30 * time.Minute,
+		PurgeInterval: -1, // no background purge: PurgeExpired below
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := sessions.Put(db, "s1", Profile{Name: "Ada"}); err != nil {
+		log.Fatal(err)
+	}
+	now = now.Add(31 * time.Minute)
+	_, err = sessions.Latest("s1")
+	fmt.Println("after 31 minutes:", errors.Is(err, tipkv.ErrNotFound))
+	st, err := sessions.PurgeExpired(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("purged:", st.Purged)
+	// Output:
+	// after 31 minutes: true
+	// purged: 1
+}
+
+// A feed whose streams under "clicks/" keep their newest 3 events. A
+// service leaves the trimming to the background trimmer (every
+// Retention.Interval); Retain runs one pass now.
+func ExampleFeed_Retain() {
+	db := openExample()
+	defer db.Close()
+	feed, err := versioned.NewFeed[string](db, &versioned.FeedOptions[string]{
+		Retention: versioned.FeedRetention{Streams: "clicks/", MaxEvents: 3, Interval: -1},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, page := range []string{"/", "/a", "/b", "/c", "/d"} {
+		if _, err := feed.Append(db, "clicks/ada", page); err != nil {
+			log.Fatal(err)
+		}
+	}
+	st, err := feed.Retain(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("streams trimmed:", st.Trimmed)
+	for e, err := range feed.Newest("clicks/ada", tipkv.Query{}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(e.Value)
+	}
+	// Output:
+	// streams trimmed: 1
+	// /d
+	// /c
+	// /b
 }
