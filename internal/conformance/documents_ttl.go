@@ -195,22 +195,6 @@ func testTTLPurgeRacingPuts(t *testing.T, b Backend) {
 	}
 }
 
-// purgeLog is a slog handler that signals each background purge pass.
-type purgeLog struct{ passes chan struct{} }
-
-func (h purgeLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h purgeLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h purgeLog) WithGroup(string) slog.Handler            { return h }
-func (h purgeLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "tipkv: purge of expired documents" {
-		select {
-		case h.passes <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
 // A handle with a TTL purges expired documents in the background, at
 // once when it is created (so after a restart too), and stops with Close.
 func testTTLPurgeInTheBackground(t *testing.T, b Backend) {
@@ -225,7 +209,7 @@ func testTTLPurgeInTheBackground(t *testing.T, b Backend) {
 	clock.Set(t0.Add(ttl))
 	putN(t, c, db, "live", 1)
 
-	log := purgeLog{passes: make(chan struct{}, 1)}
+	log := newPassLog("tipkv: purge of expired documents")
 	db = b.Reopen(t, db, &tipkv.Options{Clock: clock.Now, Logger: slog.New(log)})
 	c = expiring(t, db, time.Millisecond)
 	deadline := time.After(2 * time.Minute) // a guard against a hang, not a window

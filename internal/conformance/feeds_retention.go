@@ -236,14 +236,20 @@ func testRetentionUnderConcurrentWriters(t *testing.T, b Backend) {
 	}
 }
 
-// passLog is a slog handler that signals each background retention pass.
-type passLog struct{ passes chan struct{} }
+// passLog is a slog handler that signals each record with message msg:
+// each pass of a background retention trimmer or purge.
+type passLog struct {
+	msg    string
+	passes chan struct{}
+}
+
+func newPassLog(msg string) passLog { return passLog{msg: msg, passes: make(chan struct{}, 1)} }
 
 func (h passLog) Enabled(context.Context, slog.Level) bool { return true }
 func (h passLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h passLog) WithGroup(string) slog.Handler            { return h }
 func (h passLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "tipkv: feed retention pass" {
+	if r.Message == h.msg {
 		select {
 		case h.passes <- struct{}{}:
 		default:
@@ -266,7 +272,7 @@ func testRetentionInTheBackground(t *testing.T, b Backend) {
 	appendN(t, db, f, clock, "s", 3*keep)
 	appendN(t, db, f, clock, "t", 2*keep)
 
-	log := passLog{passes: make(chan struct{}, 1)}
+	log := newPassLog("tipkv: feed retention pass")
 	opts := &tipkv.Options{Logger: slog.New(log)}
 	db = b.Reopen(t, db, opts)
 	f = retainingFeed(t, db, clock, versioned.FeedRetention{MaxEvents: keep, Interval: time.Millisecond})
