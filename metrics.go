@@ -33,6 +33,12 @@ type Metrics struct {
 	Queues      []QueueMetrics
 	Collections []CollectionMetrics
 	Streams     []StreamMetrics
+
+	// Feeds and Retention are this process's figures for every feed of
+	// the DB and for the background retention passes (versioned package:
+	// FeedRetention and Options.TTL).
+	Feeds     FeedMetrics
+	Retention RetentionMetrics
 }
 
 // StorageMetrics are the storage engine's figures. Counters count since
@@ -184,9 +190,30 @@ type CollectionMetrics struct {
 	Removed uint64
 }
 
+// FeedMetrics are the figures of all the feeds of a DB together, as the
+// versioned package reports them (per stream there are none: see
+// StreamMetrics).
+type FeedMetrics struct {
+	// Appends counts the events appended by this process, counted when
+	// their Update commits.
+	Appends uint64
+}
+
+// RetentionMetrics count the retention passes of this process: feed
+// trims (Feed.Retain, by the background trimmer or a caller) and purges
+// of expired documents (Collection.PurgeExpired). A failed pass is also
+// logged (Options.Logger, Warn) with its error.
+type RetentionMetrics struct {
+	FeedPasses, FeedFailures   uint64
+	StreamsTrimmed             uint64 // streams a feed pass dropped events from
+	PurgePasses, PurgeFailures uint64
+	DocumentsPurged            uint64 // documents a purge dropped: expired
+}
+
 // StreamMetrics are one feed stream's figures. The versioned package does
-// not report them yet: a feed may hold millions of streams, and one entry
-// each would make Metrics as large as the feed; Streams stays empty.
+// not report them: a feed may hold millions of streams, and one entry
+// each would make Metrics as large as the feed; Streams stays empty, and
+// FeedMetrics has the totals of all streams.
 type StreamMetrics struct {
 	Name string
 	// Appends counts the events appended; Removed the events removed

@@ -36,8 +36,11 @@ type expiredAt struct {
 // It stops early with ctx's error, and returns ErrClosed once the DB has
 // closed. A handle with a TTL calls it in the background every
 // Options.PurgeInterval.
-func (c *Collection[T]) PurgeExpired(ctx context.Context) (PurgeStats, error) {
-	var st PurgeStats
+func (c *Collection[T]) PurgeExpired(ctx context.Context) (st PurgeStats, err error) {
+	defer func() {
+		countPass(&c.w.dbm.purgePasses, &c.w.dbm.purgeFailures, err)
+		c.w.dbm.purgedDoc.Add(uint64(st.Purged))
+	}()
 	lo, hi := c.prefix, codec.PrefixEnd(c.prefix)
 	for {
 		if c.w.isClosed() {

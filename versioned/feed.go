@@ -326,7 +326,7 @@ func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
 		e.tx = docState{}
 		e.tx.low, e.tx.trimmed = st.trimBegin()
 	}
-	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx, f.shared)}, nil
+	return &trimmer{tx: tx, store: f.store, prefix: prefix, st: st, d: &e.tx, own: feedTxOf(tx, f.w, f.shared)}, nil
 }
 
 // bottom returns the lowest position the stream may still hold in the

@@ -1,6 +1,8 @@
 package versioned
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 
 	"github.com/tipkv/tipkv"
@@ -40,4 +42,33 @@ func (w *writer) collectionMeters(name string) *collMeters {
 func (m *collMeters) fill(mm any) {
 	x := mm.(*tipkv.Metrics)
 	x.Collections = append(x.Collections, tipkv.CollectionMetrics{Name: m.name, Writes: m.writes.Load(), Removed: m.removed.Load()})
+}
+
+// dbMeters are the DB-wide counters of this package in this process:
+// feed appends and the retention passes (tipkv.FeedMetrics,
+// tipkv.RetentionMetrics).
+type dbMeters struct {
+	appends                               atomic.Uint64
+	feedPasses, feedFailures, trimmed     atomic.Uint64
+	purgePasses, purgeFailures, purgedDoc atomic.Uint64
+}
+
+type dbMetersKey struct{}
+
+func (m *dbMeters) fill(mm any) {
+	x := mm.(*tipkv.Metrics)
+	x.Feeds = tipkv.FeedMetrics{Appends: m.appends.Load()}
+	x.Retention = tipkv.RetentionMetrics{
+		FeedPasses: m.feedPasses.Load(), FeedFailures: m.feedFailures.Load(), StreamsTrimmed: m.trimmed.Load(),
+		PurgePasses: m.purgePasses.Load(), PurgeFailures: m.purgeFailures.Load(), DocumentsPurged: m.purgedDoc.Load(),
+	}
+}
+
+// pass counts one retention pass that ended with err; a pass cancelled
+// by its context (Close) is not a failure.
+func countPass(passes, failures *atomic.Uint64, err error) {
+	passes.Add(1)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, tipkv.ErrClosed) {
+		failures.Add(1)
+	}
 }

@@ -1,8 +1,10 @@
 package versioned_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
@@ -51,4 +53,58 @@ func TestCollectionMetrics(t *testing.T) {
 		{Name: "kept", Writes: 5, Removed: 3},
 		{Name: "pages", Writes: 5, Removed: 2},
 	}, m.Collections)
+}
+
+// DB.Metrics counts the feed events this process appended (an Update that
+// fails counts nothing) and the retention passes, with what they dropped.
+func TestFeedAndRetentionMetrics(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: clock.Now})
+	require.NoError(t, err)
+	defer db.Close()
+	f, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{
+		Retention: versioned.FeedRetention{MaxEvents: 1, Interval: -1},
+	})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+		for range 3 {
+			if _, err := f.Append(b, "s", click{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	boom := errors.New("boom")
+	require.ErrorIs(t, db.Update(func(b *tipkv.Batch) error {
+		if _, err := f.Append(b, "s", click{}); err != nil {
+			return err
+		}
+		return boom
+	}), boom)
+	_, err = f.Append(db, "t", click{})
+	require.NoError(t, err)
+	for range 2 {
+		_, err := f.Retain(context.Background())
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = f.Retain(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	c, err := versioned.NewCollection[string](db, "sessions", &versioned.Options[string]{TTL: time.Minute, PurgeInterval: -1})
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b"} {
+		_, err := c.Put(db, id, "x")
+		require.NoError(t, err)
+	}
+	clock.Set(t0.Add(time.Hour))
+	_, err = c.PurgeExpired(context.Background())
+	require.NoError(t, err)
+
+	m, err := db.Metrics()
+	require.NoError(t, err)
+	require.Equal(t, tipkv.FeedMetrics{Appends: 4}, m.Feeds)
+	require.Equal(t, tipkv.RetentionMetrics{FeedPasses: 3, StreamsTrimmed: 1, PurgePasses: 1, DocumentsPurged: 2}, m.Retention,
+		"a cancelled pass is a pass, not a failure")
 }

@@ -317,6 +317,7 @@ type feedTx struct {
 	// committing: on a shared engine, the Tx went to commit; if it then
 	// aborts, its streams' hints are dropped.
 	committing bool
+	appends    *atomic.Uint64 // the DB's count of appends (dbMeters)
 }
 
 type reservation struct {
@@ -326,6 +327,12 @@ type reservation struct {
 }
 
 type feedTxKey struct{}
+
+// committed counts the Tx's Appends and releases their positions.
+func (t *feedTx) committed() {
+	t.appends.Add(uint64(len(t.res)))
+	t.release()
+}
 
 func (t *feedTx) release() {
 	// A run of one stream's positions is released under one lock.
@@ -451,7 +458,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
-		ft := feedTxOf(tx, f.shared)
+		ft := feedTxOf(tx, f.w, f.shared)
 		prefix, st := ft.lastPrefix, ft.lastSt
 		if st == nil || ft.lastName != stream {
 			// The Tx's last stream stays in memory while its
@@ -499,10 +506,10 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 }
 
 // feedTxOf returns the Tx's reservations, creating them at the first call.
-func feedTxOf(tx *storage.Tx, shared bool) *feedTx {
+func feedTxOf(tx *storage.Tx, w *writer, shared bool) *feedTx {
 	return tx.State(feedTxKey{}, func() any {
-		t := &feedTx{}
-		tx.OnCommit(t.release)
+		t := &feedTx{appends: &w.dbm.appends}
+		tx.OnCommit(t.committed)
 		if shared {
 			tx.OnPrepare(func() error { t.committing = true; return nil })
 			tx.OnAbort(t.aborted)

@@ -82,11 +82,14 @@ const retainPage = 256
 // closed. Without a bound in the Feed's Retention it does nothing. The
 // background trimmer calls it every Retention.Interval; a caller that
 // sets a negative Interval calls it when it likes.
-func (f *Feed[T]) Retain(ctx context.Context) (RetainStats, error) {
-	var st RetainStats
+func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 	if !f.retention.active() {
 		return st, nil
 	}
+	defer func() {
+		countPass(&f.w.dbm.feedPasses, &f.w.dbm.feedFailures, err)
+		f.w.dbm.trimmed.Add(uint64(st.Trimmed))
+	}()
 	lo := appendEscaped(codec.AppendFamily(nil, codec.FamilyFeed), f.retention.Streams)
 	hi := codec.PrefixEnd(lo)
 	for {

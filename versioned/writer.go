@@ -66,6 +66,7 @@ type writer struct {
 
 	reg    *link.Registry
 	meters map[string]*collMeters // guarded by mu: per collection name
+	dbm    dbMeters
 }
 
 type writerKey struct{}
@@ -83,7 +84,10 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
-	w.onClose.Do(func() { reg.OnClose(w.close) })
+	w.onClose.Do(func() {
+		reg.OnClose(w.close)
+		reg.Meters().Set(dbMetersKey{}, w.dbm.fill)
+	})
 	return w, nil
 }
 

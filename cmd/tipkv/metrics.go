@@ -48,7 +48,13 @@ func metricsJSON(m tipkv.Metrics) object {
 	for _, s := range m.Streams {
 		streams = append(streams, object{{"stream", segmentJSON([]byte(s.Name))}, {"appends", s.Appends}, {"removed", s.Removed}})
 	}
-	return object{{"engine", m.Engine}, {"storage", storage}, {"queues", queues}, {"collections", colls}, {"streams", streams}}
+	r := m.Retention
+	retention := object{
+		{"feed_passes", r.FeedPasses}, {"feed_failures", r.FeedFailures}, {"streams_trimmed", r.StreamsTrimmed},
+		{"purge_passes", r.PurgePasses}, {"purge_failures", r.PurgeFailures}, {"documents_purged", r.DocumentsPurged},
+	}
+	return object{{"engine", m.Engine}, {"storage", storage}, {"queues", queues}, {"collections", colls}, {"streams", streams},
+		{"feeds", object{{"appends", m.Feeds.Appends}}}, {"retention", retention}}
 }
 
 // printMetrics writes the engine's figures that describe the store and

@@ -41,6 +41,9 @@ type Metric struct {
 	Queue      func(tipkv.QueueMetrics) float64
 	Collection func(tipkv.CollectionMetrics) float64
 	Stream     func(tipkv.StreamMetrics) float64
+	// DB is a store-wide figure of tipkv's own (feeds, retention), which
+	// every engine has.
+	DB func(*tipkv.Metrics) float64
 }
 
 // Label is the name of the label (attribute) that tells the figure's
@@ -99,6 +102,8 @@ func (x Metric) Points(m *tipkv.Metrics) []Point {
 			out = append(out, Point{s.Name, x.Stream(s)})
 		}
 		return out
+	case x.DB != nil:
+		return []Point{{Value: x.DB(m)}}
 	}
 	return nil
 }
@@ -255,4 +260,27 @@ var All = []Metric{
 	{Name: "tipkv.stream.removed", Prom: "tipkv_stream_removed_total", Unit: None, Kind: Counter,
 		Help:   "Events removed from a feed stream (trimmed, retention).",
 		Stream: func(s tipkv.StreamMetrics) float64 { return f(s.Removed) }},
+	{Name: "tipkv.feed.appends", Prom: "tipkv_feed_appends_total", Unit: None, Kind: Counter,
+		Help: "Events appended to the DB's feeds by this process.",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.Appends) }},
+
+	// Retention passes.
+	{Name: "tipkv.retention.feed_passes", Prom: "tipkv_retention_feed_passes_total", Unit: None, Kind: Counter,
+		Help: "Feed retention passes (Feed.Retain, background or called).",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.FeedPasses) }},
+	{Name: "tipkv.retention.feed_failures", Prom: "tipkv_retention_feed_failures_total", Unit: None, Kind: Counter,
+		Help: "Feed retention passes that failed.",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.FeedFailures) }},
+	{Name: "tipkv.retention.streams_trimmed", Prom: "tipkv_retention_streams_trimmed_total", Unit: None, Kind: Counter,
+		Help: "Streams a feed retention pass dropped events from.",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.StreamsTrimmed) }},
+	{Name: "tipkv.retention.purge_passes", Prom: "tipkv_retention_purge_passes_total", Unit: None, Kind: Counter,
+		Help: "Passes purging expired documents (Collection.PurgeExpired).",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.PurgePasses) }},
+	{Name: "tipkv.retention.purge_failures", Prom: "tipkv_retention_purge_failures_total", Unit: None, Kind: Counter,
+		Help: "Passes purging expired documents that failed.",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.PurgeFailures) }},
+	{Name: "tipkv.retention.documents_purged", Prom: "tipkv_retention_documents_purged_total", Unit: None, Kind: Counter,
+		Help: "Expired documents purged.",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.DocumentsPurged) }},
 }
