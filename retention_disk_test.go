@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 func TestFeedRetentionKeepsDiskBounded(t *testing.T) {
 	rounds, streams, keep, value := 40, 16, 256, 512
 	if raceEnabled || testing.Short() {
-		rounds = 16
+		rounds = 12
 	}
 	db, err := tipkv.Open(t.TempDir(), &tipkv.Options{NoSync: true, MemTableSize: 2 << 20})
 	require.NoError(t, err)
@@ -94,4 +95,55 @@ func settledDiskUsage(t *testing.T, db *tipkv.DB) uint64 {
 		}
 		time.Sleep(time.Millisecond) // a poll of the engine's state, not a window
 	}
+}
+
+// Documents with a time to live keep the disk bounded too when their ids
+// never come back (sessions): each round writes new documents, the clock
+// moves past the TTL of the round before, and a purge pass drops those.
+func TestDocumentTTLKeepsDiskBounded(t *testing.T) {
+	rounds, perRound, value := 40, 2048, 512
+	if raceEnabled || testing.Short() {
+		rounds = 12
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	db, err := tipkv.Open(t.TempDir(), &tipkv.Options{NoSync: true, MemTableSize: 2 << 20, Clock: clock})
+	require.NoError(t, err)
+	defer db.Close()
+	sessions, err := versioned.NewCollection[string](db, "sessions", &versioned.Options[string]{TTL: time.Minute, PurgeInterval: -1})
+	require.NoError(t, err)
+	payload := strings.Repeat("x", value)
+	retained := uint64(perRound * value)
+	var written uint64
+	var sizes []uint64
+	for r := range rounds {
+		require.NoError(t, db.Update(func(b *tipkv.Batch) error {
+			for i := range perRound {
+				if _, err := sessions.Put(b, fmt.Sprintf("r%d-%d", r, i), payload); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		written += uint64(perRound * value)
+		mu.Lock()
+		now = now.Add(time.Minute) // this round's sessions expire with the next
+		mu.Unlock()
+		st, err := sessions.PurgeExpired(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, perRound, st.Purged, "round %d", r)
+		sizes = append(sizes, settledDiskUsage(t, db))
+	}
+	n := 0
+	for _, err := range sessions.LatestAll(tipkv.Query{}) {
+		require.NoError(t, err)
+		n++
+	}
+	require.Zero(t, n, "every session has expired")
+	last := sizes[len(sizes)-1]
+	t.Logf("live at most %d KiB, written %d KiB, disk after each round (KiB): %v", retained>>10, written>>10, kib(sizes))
+	require.Less(t, last, written/4, "the disk holds a fraction of what was written")
+	half := len(sizes) / 2
+	require.LessOrEqual(t, slices.Max(sizes[half:]), 2*slices.Max(sizes[1:half]), "the disk does not grow with the rounds")
 }
