@@ -413,7 +413,7 @@ func (e *notFoundError) Error() string {
 func (e *notFoundError) Unwrap() error { return tipkv.ErrNotFound }
 
 // Count returns how many versions of the document id are kept, delete
-// markers included: versions are dense from the oldest kept one to the
+// markers and expired versions not purged yet (Options.TTL) included: versions are dense from the oldest kept one to the
 // latest, so that is latest-oldest+1, from two seeks of one iterator (one
 // view of the store). A missing or purged document has 0.
 func (c *Collection[T]) Count(id string) (int64, error) {
