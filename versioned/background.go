@@ -10,16 +10,26 @@ import (
 	"github.com/tipkv/tipkv/internal/link"
 )
 
+type backgroundKey struct{ key any }
+
 // background runs pass now and then every interval (0: a minute) in a
 // goroutine of its own, until db closes: Close cancels the pass under way
 // (each pass stops between two documents or streams) and waits for it.
+// There is one job per key and DB: a second call with the same key (another
+// handle on the same collection, say) starts nothing, so handles stay cheap
+// to make.
 // Each pass is logged as msg at Debug with pass's attributes, a failed one
 // as msg+" failed" at Warn; the next pass comes an interval later either
 // way.
-func background(db *tipkv.DB, interval time.Duration, msg string, pass func(context.Context) ([]slog.Attr, error)) error {
+func background(db *tipkv.DB, key any, interval time.Duration, msg string, pass func(context.Context) ([]slog.Attr, error)) error {
 	reg, err := link.Services(db)
 	if err != nil {
 		return err
+	}
+	first := false
+	reg.Get(backgroundKey{key}, func() any { first = true; return struct{}{} })
+	if !first {
+		return nil
 	}
 	if interval == 0 {
 		interval = time.Minute

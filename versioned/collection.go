@@ -67,10 +67,11 @@ type Options[T any] struct {
 	TTL time.Duration
 
 	// PurgeInterval is the time between two passes of the background
-	// purge of expired documents, which also passes once when the handle
-	// is created. The default (0) is one minute; below zero there is no
-	// background purge: call PurgeExpired. Without a TTL there is none
-	// either.
+	// purge of expired documents, which also passes once when the first
+	// handle with a TTL on the collection is created: one purge per
+	// collection and DB, however many handles. The default (0) is one
+	// minute; below zero there is no background purge: call PurgeExpired.
+	// Without a TTL there is none either.
 	PurgeInterval time.Duration
 }
 

@@ -116,9 +116,11 @@ func (c *Collection[T]) expiredPage(lo, hi []byte) (visited int, expired []expir
 	return visited, expired, nil, it.Error()
 }
 
+type purgeKey struct{ collection string }
+
 // startPurger runs PurgeExpired in the background (see background).
 func (c *Collection[T]) startPurger(every time.Duration) error {
-	return background(c.db, every, "tipkv: purge of expired documents", func(ctx context.Context) ([]slog.Attr, error) {
+	return background(c.db, purgeKey{c.name}, every, "tipkv: purge of expired documents", func(ctx context.Context) ([]slog.Attr, error) {
 		st, err := c.PurgeExpired(ctx)
 		return []slog.Attr{slog.String("event", "ttl-purge"), slog.String("collection", c.name),
 			slog.Int("visited", st.Documents), slog.Int("purged", st.Purged), slog.Int64("versions", st.Versions)}, err

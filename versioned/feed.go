@@ -33,8 +33,9 @@ type FeedOptions[T any] struct {
 	// Retention bounds the streams under Retention.Streams by count and
 	// by age, trimmed by a background trimmer that this Feed runs until
 	// the DB closes (see FeedRetention). The zero value bounds nothing and
-	// runs no trimmer. One handle with a Retention per DB and prefix is
-	// enough: each handle that has one runs its own trimmer.
+	// runs no trimmer. Handles with equal Retentions share one trimmer per
+	// DB (the first one's clock and cursor rule), so a handle per request
+	// costs no goroutine.
 	Retention FeedRetention
 }
 

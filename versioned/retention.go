@@ -208,7 +208,7 @@ func (f *Feed[T]) ageCut() int64 {
 
 // startTrimmer runs Retain in the background (see background).
 func (f *Feed[T]) startTrimmer() error {
-	return background(f.db, f.retention.Interval, "tipkv: feed retention pass", func(ctx context.Context) ([]slog.Attr, error) {
+	return background(f.db, f.retention, f.retention.Interval, "tipkv: feed retention pass", func(ctx context.Context) ([]slog.Attr, error) {
 		st, err := f.Retain(ctx)
 		return []slog.Attr{slog.String("event", "feed-retention"), slog.String("streams", f.retention.Streams),
 			slog.Int("visited", st.Streams), slog.Int("trimmed", st.Trimmed)}, err
