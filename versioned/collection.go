@@ -173,9 +173,10 @@ func (c *Collection[T]) docPrefix(dst []byte, id string) []byte {
 // would wait for an Update waiting for it (two documents written in
 // opposite orders) fails with ErrConflict instead: retry it.
 //
-// A value whose encoding starts with the byte 0xC1, which tipkv keeps for
-// delete markers and expiry headers (possible with codec.Raw or
-// codec.String, never with msgpack), is ErrInvalid.
+// Any encoding is stored as it is, except one that starts with the byte
+// 0xC1 (possible with codec.Raw or codec.String, never with msgpack),
+// which tipkv keeps for delete markers and expiry headers: it is stored
+// with a 2-byte escape and read back as it was.
 //
 // On a shared engine (see the package doc) the version is written on the
 // condition that the latest is still the one it follows; if another
@@ -249,11 +250,13 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
 	}
+	if c.ttl <= 0 {
+		// An encoding that starts with C1 (raw or string codecs) is
+		// escaped, so that it is never taken for a marker or a header.
+		op.buf = docfmt.Escape(op.buf, start)
+	}
 	if err := checkValue(op.buf[op.n+codec.NumberSize:]); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
-	}
-	if docfmt.Reserved(op.buf[start:]) {
-		return 0, fmt.Errorf("%w: %s: the value's encoding starts with the byte 0x%02X, which tipkv keeps for delete markers and expiry headers", tipkv.ErrInvalid, c.where(id), docfmt.DeleteMarker)
 	}
 	if err := link.Write(w, op.run); err != nil {
 		return 0, err

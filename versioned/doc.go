@@ -39,7 +39,7 @@
 // Numbers are written reversed (desc: MaxInt64 - n), so the newest sorts
 // first under each prefix (see package codec and tipkv.Reverse):
 //
-//	version  01 | collection | id | desc(version)  -> encoded document, or C1
+//	version  01 | collection | id | desc(version)  -> [header] encoded document, or C1
 //	event    04 | stream          | desc(position) -> encoded event
 //	cursor   06 | stream | group                   -> asc(position)
 //
@@ -53,7 +53,10 @@
 //
 // A version whose whole value is the single byte C1 is a delete marker
 // (msgpack never writes that byte, and no JSON or UTF-8 text starts with
-// it; Put refuses a value that encodes to it).
+// it). A version with a time to live (Options.TTL) starts with the
+// 10-byte header C1 01 | expiry; an encoding that itself starts with C1
+// (raw or string codecs) is stored after the escape C1 00. Every value a
+// codec writes reads back as it was.
 //
 // # Versions are never reused
 //

@@ -98,7 +98,7 @@ func (c *Collection[T]) expiredPage(lo, hi []byte) (visited int, expired []expir
 		if err != nil {
 			return visited, nil, nil, err
 		}
-		if docfmt.Reserved(raw) && !docfmt.IsDeleteMarker(raw) && docfmt.Expired(raw, now) {
+		if docfmt.Expired(raw, now) {
 			id, v, err := decodeDocTail(k[len(c.prefix):])
 			if err != nil {
 				return visited, nil, nil, fmt.Errorf("key %x: %w", k, err)

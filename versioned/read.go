@@ -71,7 +71,7 @@ func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *
 // expired reports whether raw, a stored version value, has expired by the
 // DB's clock (read only for a version with an expiry).
 func (c *Collection[T]) expired(raw []byte) bool {
-	if !docfmt.Reserved(raw) || docfmt.IsDeleteMarker(raw) {
+	if !docfmt.HasExpiry(raw) {
 		return false
 	}
 	return docfmt.Expired(raw, c.clock().UnixNano())

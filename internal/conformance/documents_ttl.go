@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -101,14 +100,6 @@ func testTTLHidesExpiredVersions(t *testing.T, b Backend) {
 	d, err := c.Latest("a")
 	require.NoError(t, err)
 	require.Equal(t, "a3", d.Value.Name)
-
-	// A value the format keeps for itself is refused.
-	raw, err := versioned.NewCollection[[]byte](db, "raw", &versioned.Options[[]byte]{Codec: codec.Raw{}})
-	require.NoError(t, err)
-	for _, bad := range [][]byte{{0xc1}, {0xc1, 0x01, 0, 0, 0, 0, 0, 0, 0, 1, 'x'}} {
-		_, err = raw.Put(db, "x", bad)
-		require.ErrorIs(t, err, tipkv.ErrInvalid)
-	}
 }
 
 // PurgeExpired drops the whole history of every document whose latest
