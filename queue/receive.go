@@ -109,6 +109,9 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
+	if cap(ts) > cap(sc.ts) {
+		sc.ts = ts[:0]
+	}
 	if len(ts) == 0 {
 		return nil, nil
 	}
@@ -242,8 +245,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*
 		return nil, tipkv.ErrClosed
 	}
 	c.expire(now)
-	out := sc.ts[:0]
-	defer func() { sc.ts = out[:0] }() // keep its room for the next call
+	out := sc.ts[:0] // deliver keeps its room for the next call
 	al := allocator{want: limit, takens: sc.takensFor(limit)}
 	fail := func(err error) ([]*taken, error) {
 		for _, t := range out {
