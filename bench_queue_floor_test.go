@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
 	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/storage/pebblestore"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -115,9 +117,6 @@ func BenchmarkQueueFloor(b *testing.B) {
 		calls := qbCalls(b)
 		qbEnqueue(b, db, q, calls*n)
 		qbFill(b, raw, calls*n)
-		head := int64(1)
-		var lo, hi, val []byte
-		keys := make([][]byte, n)
 		op := func() {
 			ms, err := q.Receive(n, time.Hour)
 			if err != nil || len(ms) != n {
@@ -128,50 +127,60 @@ func BenchmarkQueueFloor(b *testing.B) {
 			}
 		}
 		defer qbAllocs(b, op)
-		pairedRatio(b, op, func() {
-			lo, hi = qbKey(lo[:0], head), qbKey(hi[:0], head+n)
-			it, err := raw.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-			if err != nil {
-				b.Fatal(err)
-			}
-			set := raw.NewBatch()
-			i := 0
-			for ok := it.First(); ok; ok = it.Next() {
-				v, err := it.ValueAndErr()
-				if err != nil {
+		pairedRatio(b, op, qbReceiveAckFloor(b, raw, n))
+	})
+
+	// What the floors leave out, on raw Pebble alone (no tipkv code):
+	// a Pop's floor that also commits a Set of the queue-state key in its
+	// Delete's batch (which a Pop must write: the head and the count that
+	// make Open a few seeks), against the Pop floor above.
+	b.Run("op=pop-floor-state,vs=pop-floor", func(b *testing.B) {
+		calls := qbCalls(b)
+		withState, without := qbPebble(b, b.TempDir(), false), qbPebble(b, b.TempDir(), false)
+		qbFill(b, withState, calls)
+		qbFill(b, without, calls)
+		stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench")
+		pop := func(raw *pebble.DB, state bool) func() {
+			head := int64(1)
+			var key, sv []byte
+			return func() {
+				key = qbKey(key[:0], head)
+				v, closer, err := raw.Get(key)
+				if err != nil || len(v) == 0 {
 					b.Fatal(err)
 				}
-				h, payload, err := queuefmt.ParseHeader(v, queuefmt.ItemFormat)
-				if err != nil {
+				_ = closer.Close()
+				head++
+				batch := raw.NewBatch()
+				if err := batch.Delete(key, nil); err != nil {
 					b.Fatal(err)
 				}
-				h.Attempts++
-				val = append(queuefmt.AppendHeader(val[:0], queuefmt.ItemFormat, h), payload...)
-				keys[i] = append(keys[i][:0], it.Key()...)
-				if err := set.Set(keys[i], val, nil); err != nil {
+				if state {
+					sv = queuefmt.AppendState(sv[:0], queuefmt.State{Head: head, Tail: head, Counted: true, CountTo: head})
+					if err := batch.Set(stateKey, sv, nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := batch.Commit(pebble.NoSync); err != nil {
 					b.Fatal(err)
 				}
-				i++
+				_ = batch.Close()
 			}
-			if err := it.Close(); err != nil || i != n {
-				b.Fatalf("read %d, %v", i, err)
-			}
-			if err := set.Commit(pebble.NoSync); err != nil {
-				b.Fatal(err)
-			}
-			_ = set.Close()
-			del := raw.NewBatch()
-			for _, k := range keys {
-				if err := del.Delete(k, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := del.Commit(pebble.NoSync); err != nil {
-				b.Fatal(err)
-			}
-			_ = del.Close()
-			head += n
-		})
+		}
+		pairedRatio(b, pop(withState, true), pop(without, false))
+	})
+
+	// The Receive(100)+Ack floor on a Pebble that keeps values in their
+	// data blocks, as tipkv configures it (pebblestore's span policy,
+	// which qbPebble leaves at Pebble's default), against the floor as
+	// op=receive-100-ack measures it.
+	b.Run("op=receive-100-ack-floor,pebble=values-inline", func(b *testing.B) {
+		const n = 100
+		calls := qbCalls(b)
+		inline, dflt := qbPebbleInline(b, b.TempDir()), qbPebble(b, b.TempDir(), false)
+		qbFill(b, inline, calls*n)
+		qbFill(b, dflt, calls*n)
+		pairedRatio(b, qbReceiveAckFloor(b, inline, n), qbReceiveAckFloor(b, dflt, n))
 	})
 
 	// Enqueue of one message per Update against a raw commit of one Set.
@@ -286,6 +295,86 @@ func qbFill(b *testing.B, raw *pebble.DB, n int) {
 		}
 		require.NoError(b, batch.Commit(pebble.NoSync))
 	}
+}
+
+// qbReceiveAckFloor returns the floor of a Receive(n)+Ack on raw: one
+// bounded iteration reading n values from the tracked head, a commit of n
+// Sets (the attempt counts a Receive must write) and a commit of n
+// Deletes.
+func qbReceiveAckFloor(b *testing.B, raw *pebble.DB, n int) func() {
+	head := int64(1)
+	var lo, hi, val []byte
+	keys := make([][]byte, n)
+	return func() {
+		lo, hi = qbKey(lo[:0], head), qbKey(hi[:0], head+int64(n))
+		it, err := raw.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			b.Fatal(err)
+		}
+		set := raw.NewBatch()
+		i := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				b.Fatal(err)
+			}
+			h, payload, err := queuefmt.ParseHeader(v, queuefmt.ItemFormat)
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.Attempts++
+			val = append(queuefmt.AppendHeader(val[:0], queuefmt.ItemFormat, h), payload...)
+			keys[i] = append(keys[i][:0], it.Key()...)
+			if err := set.Set(keys[i], val, nil); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		if err := it.Close(); err != nil || i != n {
+			b.Fatalf("read %d, %v", i, err)
+		}
+		if err := set.Commit(pebble.NoSync); err != nil {
+			b.Fatal(err)
+		}
+		_ = set.Close()
+		del := raw.NewBatch()
+		for _, k := range keys {
+			if err := del.Delete(k, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := del.Commit(pebble.NoSync); err != nil {
+			b.Fatal(err)
+		}
+		_ = del.Close()
+		head += int64(n)
+	}
+}
+
+// qbPebbleInline is qbPebble with tipkv's span policy: every value in its
+// data block (see pebblestore's options).
+func qbPebbleInline(b testing.TB, dir string) *pebble.DB {
+	b.Helper()
+	cache := pebble.NewCache(128 << 20)
+	defer cache.Unref()
+	opts := &pebble.Options{
+		Comparer:           pebblestore.Comparer,
+		Cache:              cache,
+		MemTableSize:       16 << 20,
+		FormatMajorVersion: pebblestore.FormatMajorVersion,
+		Logger:             qbQuiet{},
+	}
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].FilterType = pebble.TableFilter
+	}
+	opts.Experimental.SpanPolicyFunc = func([]byte) (pebble.SpanPolicy, []byte, error) {
+		return pebble.SpanPolicy{DisableValueSeparationBySuffix: true}, nil, nil
+	}
+	db, err := pebble.Open(dir, opts)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = db.Close() })
+	return db
 }
 
 // queue.Open, the first in a process, of a queue holding 1,000,000 live

@@ -51,12 +51,17 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		}
 		tx.OnCommit(func() { c.consumed(ss) })
 		tx.OnAbort(func() { c.restore(ss) })
+		// es goes with the Tx (its state write reads it when the batch
+		// commits, after this returns if w is a *tipkv.Batch): its own.
 		es := make([]*entry, len(ss))
 		for i, s := range ss {
 			es[i] = s.e
 		}
 		c.writeState(tx, es)
-		return c.deleteRuns(tx.Batch, seqs(es))
+		sc := getScratch()
+		defer sc.put()
+		sc.seqs = appendSeqs(sc.seqs[:0], es)
+		return c.deleteRuns(tx.Batch, sc.seqs, &sc.buf)
 	})
 	if err != nil {
 		return fmt.Errorf("queue %q: ack: %w", c.name, err)

@@ -50,6 +50,7 @@ type core struct {
 	closed   bool
 	closedCh chan struct{} // closed when the DB closes
 	changed  chan struct{} // closed and replaced when a message may have become visible
+	watched  bool          // changed was handed out since it was made
 	sleepers int           // goroutines asleep in Wait
 
 	next      int64
@@ -84,10 +85,28 @@ type core struct {
 }
 
 // block is one enqueue's run of sequence numbers [start, start+n).
+// Blocks are recycled (blockPool) once resolve drops them, with their
+// hooks bound once, so that an enqueue allocates none.
 type block struct {
 	start, n int64
 	state    blockState
+	c        *core
+	// commitFn and abortFn are the enqueue's OnCommit and OnAbort hooks.
+	commitFn, abortFn func()
 }
+
+var blockPool sync.Pool
+
+func init() {
+	blockPool.New = func() any {
+		b := new(block)
+		b.commitFn, b.abortFn = b.committed, b.aborted
+		return b
+	}
+}
+
+func (b *block) committed() { b.c.resolve(b, true) }
+func (b *block) aborted()   { b.c.resolve(b, false) }
 
 type blockState uint8
 
@@ -316,7 +335,8 @@ func (c *core) alloc(n int) (b *block, due bool, err error) {
 	if c.next+int64(n) >= maxSeq {
 		return nil, false, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
 	}
-	b = &block{start: c.next, n: int64(n)}
+	b = blockPool.Get().(*block)
+	b.start, b.n, b.state, b.c = c.next, int64(n), blockInFlight, c
 	c.next += int64(n)
 	c.blocks = append(c.blocks, b)
 	if !c.stateDue && c.watermark-c.last.countTo >= stateEvery {
@@ -345,22 +365,31 @@ func (c *core) resolve(b *block, committed bool) {
 		b.state = blockAborted
 	}
 	visible := false
-	for len(c.blocks) > 0 && c.blocks[0].state != blockInFlight {
-		f := c.blocks[0]
-		c.blocks[0] = nil
-		c.blocks = c.blocks[1:]
+	k := 0
+	for k < len(c.blocks) && c.blocks[k].state != blockInFlight {
+		f := c.blocks[k]
 		if f.state == blockCommitted {
 			c.fresh += int(f.n)
 			c.enqueued += f.n
 			c.m.enqueued.Add(uint64(f.n))
 			visible = true
 		}
+		// f's hook has run (this call may be it), and its Tx runs no
+		// other: nothing refers to f any more.
+		f.c = nil
+		blockPool.Put(f)
+		k++
+	}
+	if k > 0 {
+		// Shift in place, keeping the slice's room.
+		n := copy(c.blocks, c.blocks[k:])
+		clear(c.blocks[n:])
+		c.blocks = c.blocks[:n]
 	}
 	if len(c.blocks) > 0 {
 		c.watermark = c.blocks[0].start
 	} else {
 		c.watermark = c.next
-		c.blocks = nil
 	}
 	if visible {
 		c.notify()
@@ -374,10 +403,22 @@ func (c *core) notifyLocal() {
 	c.notify()
 }
 
-// notify wakes every Wait. The caller holds mu.
+// notify wakes every Wait. The caller holds mu. A channel nobody was
+// handed (see changedCh) has nobody to wake: it is kept, and a Wait that
+// takes it later checks what changed under mu first.
 func (c *core) notify() {
+	if !c.watched {
+		return
+	}
 	close(c.changed)
-	c.changed = make(chan struct{})
+	c.changed, c.watched = make(chan struct{}), false
+}
+
+// changedLocked returns the channel that the next change closes. The
+// caller holds mu.
+func (c *core) changedLocked() chan struct{} {
+	c.watched = true
+	return c.changed
 }
 
 // head is the oldest sequence number not yet consumed.
@@ -419,10 +460,16 @@ func (c *core) remove(e *entry) {
 	e.removed = true
 	delete(c.pending, e.seq)
 	c.nremoved++
-	for len(c.order) > 0 && c.order[0].removed {
-		c.order[0] = nil
-		c.order = c.order[1:]
-		c.nremoved--
+	k := 0
+	for k < len(c.order) && c.order[k].removed {
+		c.order[k] = nil
+		k++
+	}
+	c.nremoved -= k
+	if k == len(c.order) {
+		c.order = c.order[:0] // keeps its room: the next entry goes there
+	} else {
+		c.order = c.order[k:]
 	}
 	if c.nremoved > 64 && c.nremoved > len(c.order)/2 {
 		kept := make([]*entry, 0, len(c.order)-c.nremoved)

@@ -258,11 +258,9 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 		ends = append(ends, len(buf))
 	}
 	eb.buf, eb.ends = buf, ends
-	write := link.Write
-	if q.c.sm != nil {
-		write = q.c.writeAny
-	}
-	err = write(w, func(tx *storage.Tx) error {
+	// f is called directly by the write functions (never through a
+	// variable), so that it stays on this stack.
+	f := func(tx *storage.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}
@@ -283,8 +281,8 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			if err != nil {
 				return err
 			}
-			tx.OnCommit(func() { q.c.resolve(b, true) })
-			tx.OnAbort(func() { q.c.resolve(b, false) })
+			tx.OnCommit(b.commitFn)
+			tx.OnAbort(b.abortFn)
 			if due {
 				tx.OnAbort(q.c.stateDone)
 			}
@@ -293,20 +291,23 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			}
 			first = b.start
 		}
-		// One buffer for every key: the batch may keep what it is given
-		// until it closes (storage.Batch), so no key reuses another's bytes.
-		keys := make([]byte, 0, len(ends)*(len(q.c.k.itemPrefix)+codec.NumberSize))
+		// The batch copies what it is given, so one buffer serves every
+		// key.
 		start := 0
 		for i, end := range ends {
-			k := len(keys)
-			keys = q.c.k.item(keys, first+int64(i))
-			if err := tx.Batch.Set(keys[k:len(keys):len(keys)], buf[start:end:end]); err != nil {
+			eb.key = q.c.k.item(eb.key[:0], first+int64(i))
+			if err := tx.Batch.Set(eb.key, buf[start:end]); err != nil {
 				return err
 			}
 			start = end
 		}
 		return nil
-	})
+	}
+	if q.c.sm != nil {
+		err = q.c.writeAny(w, f)
+	} else {
+		err = link.Write(w, f)
+	}
 	if err != nil {
 		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
 	}
@@ -324,6 +325,7 @@ var enqueueWritesState = false
 type encodeBuf struct {
 	buf  []byte
 	ends []int
+	key  []byte
 }
 
 var encodeBufs = sync.Pool{New: func() any { return new(encodeBuf) }}

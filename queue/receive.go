@@ -2,10 +2,10 @@ package queue
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/tipkv/tipkv"
@@ -103,21 +103,28 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
-	ts, err := c.take(max, now, q.maxAttempts)
+	sc := getScratch()
+	defer sc.put()
+	ts, err := c.take(max, now, q.maxAttempts, sc)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
+	}
+	if cap(ts) > cap(sc.ts) {
+		sc.ts = ts[:0]
 	}
 	if len(ts) == 0 {
 		return nil, nil
 	}
-	vals := make([]T, len(ts))
+	// Values decode into out, one slot per taken message; the dead ones'
+	// slots are squeezed out after the commit.
+	out := make([]Message[T], len(ts))
 	var bad []error
 	for i, t := range ts {
 		if !t.dead && q.raw {
 			// t.payload is this message's own copy, capped at its end.
-			*any(&vals[i]).(*[]byte) = t.payload
+			*any(&out[i].Value).(*[]byte) = t.payload
 		} else if !t.dead {
-			if err := q.codec.Decode(t.payload, &vals[i]); err != nil {
+			if err := q.codec.Decode(t.payload, &out[i].Value); err != nil {
 				t.dead, t.bad = true, c.corrupt(t.e.seq, err)
 			}
 		}
@@ -126,10 +133,10 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			bad = append(bad, t.bad)
 		}
 	}
-	if err := c.commitTake(ts, now, pop, lease); err != nil {
+	if err := c.commitTake(ts, now, pop, lease, sc); err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
-	out := make([]Message[T], 0, len(ts))
+	n := 0
 	for i, t := range ts {
 		if t.dead {
 			continue
@@ -138,15 +145,18 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 		if !pop {
 			id = ID{seq: t.e.seq, lease: t.lease}
 		}
-		out = append(out, Message[T]{
+		out[n] = Message[T]{
 			ID:       id,
 			Seq:      t.e.seq,
-			Value:    vals[i],
+			Value:    out[i].Value,
 			Attempts: t.hdr.attempts + 1,
 			Enqueued: fromUnixNano(t.hdr.enqueued),
 			Headers:  decodeHeaders(t.hdr.headers),
-		})
+		}
+		n++
 	}
+	clear(out[n:])
+	out = out[:n]
 	if len(bad) > 0 {
 		return out, fmt.Errorf("queue %q: %s: moved to the dead-letter queue: %w", c.name, op, errors.Join(bad...))
 	}
@@ -228,15 +238,15 @@ func (c *core) examine(t *taken, e *entry, v []byte, maxAttempts int) *taken {
 // time is later than now are set aside as waiting. It reads
 // [head, watermark) only: visible-again messages by key, then fresh ones
 // from the cursor with the watermark as the iterator's upper bound.
-func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error) {
+func (c *core) take(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*taken, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, tipkv.ErrClosed
 	}
 	c.expire(now)
-	var out []*taken
-	al := allocator{want: limit}
+	out := sc.ts[:0] // deliver keeps its room for the next call
+	al := allocator{want: limit, takens: sc.takensFor(limit)}
 	fail := func(err error) ([]*taken, error) {
 		for _, t := range out {
 			c.setState(t.e, stReady, time.Time{})
@@ -249,7 +259,8 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 		if e == nil {
 			break
 		}
-		v, err := c.store.Get(c.k.item(nil, e.seq))
+		sc.key = c.k.item(sc.key[:0], e.seq)
+		v, err := c.store.Get(sc.key)
 		if errors.Is(err, storage.ErrNotFound) {
 			c.remove(e) // gone from under us; nothing to deliver
 			c.enqueued--
@@ -274,11 +285,10 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 	// opening an iterator (Pop(1) spent half its time opening one). A
 	// missing key (a gap an aborted enqueue left) hands over to the
 	// iterator, which steps over gaps.
-	var key []byte
 	for n < limit && limit-n <= pointReads && c.cursor < c.watermark {
 		seq := c.cursor
-		key = c.k.item(key[:0], seq)
-		v, err := c.store.Get(key)
+		sc.key = c.k.item(sc.key[:0], seq)
+		v, err := c.store.Get(sc.key)
 		if errors.Is(err, storage.ErrNotFound) {
 			break
 		}
@@ -300,7 +310,8 @@ func (c *core) take(limit int, now time.Time, maxAttempts int) ([]*taken, error)
 	}
 	// The engine may fetch the keys wanted in one go (a hint: delayed
 	// and dead messages make the read go on past it).
-	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-n)
+	sc.lo, sc.hi = c.k.item(sc.lo[:0], c.cursor), c.k.item(sc.hi[:0], c.watermark)
+	it, err := storage.NewIterN(c.store, sc.lo, sc.hi, limit-n)
 	if err != nil {
 		return fail(err)
 	}
@@ -366,24 +377,21 @@ func (c *core) takeFresh(al *allocator, seq int64, v []byte, nowNS int64, maxAtt
 // anything was removed (dead letters dated now). Then it leases the
 // delivered messages, the lease starting when the write has returned, or,
 // if the write failed, makes them visible again.
-func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Duration) error {
-	var consumed []*entry
+func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Duration, sc *scratch) error {
+	consumed := sc.consumed[:0]
 	for _, t := range ts {
 		if t.dead || pop {
 			consumed = append(consumed, t.e)
 		}
 	}
+	sc.consumed = consumed
 	died := now.UnixNano()
 	err := link.Write(c.db, func(tx *storage.Tx) error {
 		b := tx.Batch
-		// Keys and values go one after another into buf, none reusing
-		// another's bytes: the batch may keep them until it closes.
-		var buf []byte
-		if size := c.rewriteSize(ts, pop); size > 0 {
-			buf = make([]byte, 0, size)
-		}
+		// The batch copies what it is given, so one buffer serves every
+		// key and value.
 		for _, t := range ts {
-			k := len(buf)
+			buf := sc.buf[:0]
 			switch {
 			case t.dead:
 				buf = c.k.dead(buf, t.e.seq)
@@ -406,7 +414,8 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 				h.at = 0
 				buf = append(appendHeader(buf, itemFormat, h), t.payload...)
 			}
-			if err := b.Set(buf[k:v:v], buf[v:len(buf):len(buf)]); err != nil {
+			sc.buf = buf
+			if err := b.Set(buf[:v], buf[v:]); err != nil {
 				return err
 			}
 		}
@@ -414,7 +423,8 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 			return nil
 		}
 		c.writeState(tx, consumed)
-		return c.deleteRuns(b, seqs(consumed))
+		sc.seqs = appendSeqs(sc.seqs[:0], consumed)
+		return c.deleteRuns(b, sc.seqs, &sc.buf)
 	})
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -447,25 +457,13 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 	return nil
 }
 
-// rewriteSize is about what commitTake writes for ts, in bytes: a key and
-// a value per message it rewrites or moves to the dead letters.
-func (c *core) rewriteSize(ts []*taken, pop bool) int {
-	n := 0
-	for _, t := range ts {
-		if t.dead || !pop {
-			n += len(c.k.itemPrefix) + 8 + 1 + 3*binary.MaxVarintLen64 + len(t.raw)
-		}
+// appendSeqs appends the sequence numbers of es to dst, sorted.
+func appendSeqs(dst []int64, es []*entry) []int64 {
+	for _, e := range es {
+		dst = append(dst, e.seq)
 	}
-	return n
-}
-
-func seqs(es []*entry) []int64 {
-	out := make([]int64, len(es))
-	for i, e := range es {
-		out[i] = e.seq
-	}
-	slices.Sort(out)
-	return out
+	slices.Sort(dst)
+	return dst
 }
 
 // rangeDeleteMin is the shortest run of consecutive messages deleted with
@@ -484,28 +482,26 @@ var rangeDeleteMin = 128
 // of at least rangeDeleteMin consecutive numbers with one DeleteRange, a
 // shorter one with point Deletes. Every number is consumed exactly once,
 // so no two tombstones ever cover the same key.
-func (c *core) deleteRuns(b storage.Batch, ss []int64) error {
-	// Every key gets bytes of its own (the batch may keep them until it
-	// closes), from one buffer sized for the worst case.
-	size := len(c.k.itemPrefix) + 8
-	buf := make([]byte, 0, min(len(ss), 2*rangeDeleteMin)*size)
-	key := func(seq int64) []byte {
-		k := len(buf)
-		buf = c.k.item(buf, seq)
-		return buf[k:len(buf):len(buf)]
-	}
+func (c *core) deleteRuns(b storage.Batch, ss []int64, scratch *[]byte) error {
+	// The batch copies what it is given, so the keys share one buffer.
+	buf := (*scratch)[:0]
+	defer func() { *scratch = buf }()
 	for i := 0; i < len(ss); {
 		j := i
 		for j+1 < len(ss) && ss[j+1] == ss[j]+1 {
 			j++
 		}
 		if j-i+1 >= rangeDeleteMin {
-			if err := b.DeleteRange(key(ss[i]), key(ss[j]+1)); err != nil {
+			buf = c.k.item(buf[:0], ss[i])
+			lo := len(buf)
+			buf = c.k.item(buf, ss[j]+1)
+			if err := b.DeleteRange(buf[:lo], buf[lo:]); err != nil {
 				return err
 			}
 		} else {
 			for _, s := range ss[i : j+1] {
-				if err := b.Delete(key(s)); err != nil {
+				buf = c.k.item(buf[:0], s)
+				if err := b.Delete(buf); err != nil {
 					return err
 				}
 			}
@@ -606,4 +602,46 @@ func (a *allocator) clone(v []byte) []byte {
 	start := len(a.bytes)
 	a.bytes = append(a.bytes, v...)
 	return a.bytes[start:len(a.bytes):len(a.bytes)]
+}
+
+// scratch is what a delivery or an Ack needs only until it returns: the
+// slices and buffers it fills, kept for the next call (scratches) so that
+// steady Receive, Pop and Ack calls do not allocate them again.
+type scratch struct {
+	ts       []*taken
+	takens   []taken
+	consumed []*entry
+	seqs     []int64
+	buf      []byte // keys and values for the batch, which copies them
+	key      []byte // a key to read
+	lo, hi   []byte // an iterator's bounds
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratches.Get().(*scratch) }
+
+// maxScratch is the most items (or KiB of buffer) a pooled scratch keeps
+// room for.
+const maxScratch = 1024
+
+// takensFor returns room for the takens of a call that delivers up to
+// limit messages: the scratch's own, grown to limit (up to maxScratch).
+func (sc *scratch) takensFor(limit int) []taken {
+	if want := min(limit, maxScratch); cap(sc.takens) < want {
+		sc.takens = make([]taken, 0, want)
+	}
+	return sc.takens[:0]
+}
+
+// put drops what sc points to and pools it, unless it grew large.
+func (sc *scratch) put() {
+	if cap(sc.ts) > maxScratch || cap(sc.consumed) > maxScratch || cap(sc.seqs) > maxScratch || cap(sc.buf) > maxScratch<<10 {
+		return
+	}
+	clear(sc.ts[:cap(sc.ts)])
+	clear(sc.takens[:cap(sc.takens)])
+	clear(sc.consumed[:cap(sc.consumed)])
+	sc.ts, sc.takens, sc.consumed = sc.ts[:0], sc.takens[:0], sc.consumed[:0]
+	scratches.Put(sc)
 }

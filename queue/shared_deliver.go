@@ -149,7 +149,8 @@ func (c *core) writePicked(tx *storage.Tx, ps []*picked, now, deadline time.Time
 			}
 		}
 	}
-	return c.deleteRuns(b, gone)
+	var buf []byte
+	return c.deleteRuns(b, gone, &buf)
 }
 
 // deliverShared is Receive (pop false) and Pop on a shared engine: pick,
@@ -286,7 +287,8 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 			ss[i] = h.seq
 		}
 		slices.Sort(ss)
-		return c.deleteRuns(tx.Batch, ss)
+		var buf []byte
+		return c.deleteRuns(tx.Batch, ss, &buf)
 	})
 }
 

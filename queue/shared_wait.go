@@ -127,7 +127,7 @@ func (c *core) changedCh() (<-chan struct{}, error) {
 	if c.closed {
 		return nil, tipkv.ErrClosed
 	}
-	return c.changed, nil
+	return c.changedLocked(), nil
 }
 
 // sleeping counts goroutines asleep in Wait.

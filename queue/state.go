@@ -40,7 +40,9 @@ func (sh *shared) wakeCh() <-chan struct{} {
 type sharedKey struct{}
 
 // txState is the queue-state writes of one Tx, in the Tx's State under
-// txStateKey.
+// txStateKey. It is recycled (txStates) once its Tx is applied or aborted,
+// with its hooks bound to it once, so that a write that carries a state
+// allocates nothing for it.
 type txState struct {
 	sh     *shared // nil until the hooks are registered
 	tx     *storage.Tx
@@ -48,9 +50,24 @@ type txState struct {
 	one    [1]stateWrite
 	buf    [1 + 4*binary.MaxVarintLen64]byte
 	locked bool // sh.stateMu is held
+
+	// The hooks, bound once when the txState is made.
+	prepareFn func() error
+	appliedFn func()
+	abortFn   func()
 }
 
-func newTxState() any { return new(txState) }
+var txStates sync.Pool
+
+func init() {
+	txStates.New = func() any {
+		ts := new(txState)
+		ts.prepareFn, ts.appliedFn, ts.abortFn = ts.prepare, ts.applied, ts.aborted
+		return ts
+	}
+}
+
+func newTxState() any { return txStates.Get() }
 
 type txStateKey struct{}
 
@@ -66,15 +83,16 @@ type stateWrite struct {
 // writeState makes tx write c's queue-state key, with the head moved past
 // es (which tx consumes) and the tail at the next sequence number to
 // assign, both computed just before the batch is applied. Several calls in
-// one Tx for one queue add up.
+// one Tx for one queue add up. es is the caller's until tx is applied or
+// aborted: it must not change it meanwhile.
 func (c *core) writeState(tx *storage.Tx, es []*entry) {
 	// (Allocations matter here: an Ack of one message runs this.)
 	ts := tx.State(txStateKey{}, newTxState).(*txState)
 	if ts.sh == nil {
 		ts.sh, ts.tx, ts.writes = c.sh, tx, ts.one[:0]
-		tx.OnPrepare(ts.prepare)
-		tx.OnApplied(ts.applied)
-		tx.OnAbort(ts.unlock)
+		tx.OnPrepare(ts.prepareFn)
+		tx.OnApplied(ts.appliedFn)
+		tx.OnAbort(ts.abortFn)
 	}
 	for i := range ts.writes {
 		if w := &ts.writes[i]; w.c == c {
@@ -86,33 +104,37 @@ func (c *core) writeState(tx *storage.Tx, es []*entry) {
 }
 
 // prepare takes the state lock and adds the state values to the batch.
-// If it fails, the Tx aborts and unlock runs.
+// If it fails, the Tx aborts and aborted runs.
 func (ts *txState) prepare() error {
 	ts.sh.stateMu.Lock()
 	ts.locked = true
 	for i := range ts.writes {
 		w := &ts.writes[i]
 		w.st, w.enq = w.c.stateFor(w.consumed)
-		// Each value gets bytes of its own: the batch may keep them.
-		v := ts.buf[:0]
-		if i > 0 {
-			v = nil
-		}
-		if err := ts.tx.Batch.Set(w.c.k.state, appendState(v, w.st)); err != nil {
+		// The batch copies the value, so one buffer serves every queue.
+		if err := ts.tx.Batch.Set(w.c.k.state, appendState(ts.buf[:0], w.st)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// applied records the values as the queues' newest stored state and
-// releases the lock.
+// applied records the values as the queues' newest stored state, releases
+// the lock and recycles ts: the Tx runs none of its hooks after this.
 func (ts *txState) applied() {
 	for i := range ts.writes {
 		w := &ts.writes[i]
 		w.c.stored(w.st, w.enq)
 	}
 	ts.unlock()
+	ts.recycle()
+}
+
+// aborted releases the lock, if prepare took it, and recycles ts: an
+// aborted Tx runs no other hook.
+func (ts *txState) aborted() {
+	ts.unlock()
+	ts.recycle()
 }
 
 func (ts *txState) unlock() {
@@ -120,6 +142,18 @@ func (ts *txState) unlock() {
 		ts.locked = false
 		ts.sh.stateMu.Unlock()
 	}
+}
+
+// recycle empties ts and pools it. The Tx's State still names ts until
+// the Tx is released, but nothing reads it there after the Tx is applied
+// or aborted (writeState runs only while the Update's function does).
+func (ts *txState) recycle() {
+	if cap(ts.writes) > 64 {
+		ts.writes = nil
+	}
+	clear(ts.writes[:cap(ts.writes)])
+	ts.sh, ts.tx, ts.writes = nil, nil, ts.writes[:0]
+	txStates.Put(ts)
 }
 
 // stateFor is the queue-state value for a batch that consumes es, computed

@@ -155,7 +155,7 @@ func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 		left = max(deadline.Sub(now), 1)
 	}
 	c.sleepers++
-	return c.changed, left, now, nil
+	return c.changedLocked(), left, now, nil
 }
 
 // freshVisible reports whether a message in [cursor, watermark) is visible

@@ -114,15 +114,15 @@ func (b *batch) Size() int   { return b.b.Len() }
 // visible; any other batch holds it shared, so it cannot slip between a
 // check and the writes that depend on it. Neither holds it across the
 // durability wait, so synced writers still share Pebble's group commit.
+//
+// Every commit runs it, so its defers are kept few enough (with its
+// returns) for the compiler to open-code them: the locked work is in
+// applyShared and applyChecked.
 func (b *batch) Apply(sync bool) (err error) {
 	if b.err != nil {
 		return b.err
 	}
 	if err := b.s.enter(); err != nil {
-		return err
-	}
-	if err := b.s.f.writable(); err != nil {
-		b.s.exit()
 		return err
 	}
 	keep := false
@@ -131,23 +131,46 @@ func (b *batch) Apply(sync bool) (err error) {
 			b.s.exit()
 		}
 	}()
+	if err := b.s.f.writable(); err != nil {
+		return err
+	}
 	if len(b.conds) > 0 {
-		b.s.commitMu.Lock()
-		defer b.s.commitMu.Unlock()
-		if err := b.s.check(b.conds); err != nil {
-			return err
-		}
+		err = b.applyChecked(sync)
 	} else {
-		b.s.commitMu.RLock()
-		defer b.s.commitMu.RUnlock()
+		err = b.applyShared(sync)
+	}
+	// After a synced apply, Wait exits the gate.
+	keep = err == nil && sync
+	b.entered = keep
+	return err
+}
+
+// applyShared applies a batch without conditions, holding the commit lock
+// shared.
+func (b *batch) applyShared(sync bool) (err error) {
+	b.s.commitMu.RLock()
+	defer b.s.commitMu.RUnlock()
+	defer b.s.f.recoverFatal(&err)
+	return b.write(sync)
+}
+
+// applyChecked checks the batch's conditions and applies it, holding the
+// commit lock exclusively.
+func (b *batch) applyChecked(sync bool) (err error) {
+	b.s.commitMu.Lock()
+	defer b.s.commitMu.Unlock()
+	if err := b.s.check(b.conds); err != nil {
+		return err
 	}
 	defer b.s.f.recoverFatal(&err)
+	return b.write(sync)
+}
+
+// write hands the batch to Pebble: synced, without waiting for the sync
+// (Wait does), or not synced.
+func (b *batch) write(sync bool) error {
 	if sync {
-		if err := b.s.db.ApplyNoSyncWait(b.b, pebble.Sync); err != nil {
-			return b.s.f.wrap(err)
-		}
-		b.entered, keep = true, true // Wait exits the gate
-		return nil
+		return b.s.f.wrap(b.s.db.ApplyNoSyncWait(b.b, pebble.Sync))
 	}
 	return b.s.f.wrap(b.s.db.Apply(b.b, pebble.NoSync))
 }
