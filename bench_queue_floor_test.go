@@ -130,6 +130,86 @@ func BenchmarkQueueFloor(b *testing.B) {
 		pairedRatio(b, op, qbReceiveAckFloor(b, raw, n))
 	})
 
+	// Receive(100) and one Ack against what their storage work costs
+	// through the same machinery on a second DB holding the same queue:
+	// one store iteration from the head reading 100 values, a link.Write
+	// (what Update runs on) of their 100 attempt-count Sets, and a
+	// link.Write of their 100 Deletes and a state Set. The ratio is the
+	// queue's own share; op=receive-100-ack over it is what tipkv's store
+	// and write path add to raw Pebble.
+	b.Run("op=receive-100-ack,vs=iter-write", func(b *testing.B) {
+		const n = 100
+		db, q := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
+		db2, q2 := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
+		calls := qbCalls(b)
+		qbEnqueue(b, db, q, calls*n)
+		qbEnqueue(b, db2, q2, calls*n)
+		s2, err := link.Store(db2)
+		require.NoError(b, err)
+		stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench")
+		head := int64(1)
+		var lo, hi, sv []byte
+		keys := make([][]byte, n)
+		vals := make([][]byte, n)
+		pairedRatio(b, func() {
+			ms, err := q.Receive(n, time.Hour)
+			if err != nil || len(ms) != n {
+				b.Fatalf("receive: %d messages, %v", len(ms), err)
+			}
+			if err := q.Ack(db, qbIDs(ms)...); err != nil {
+				b.Fatal(err)
+			}
+		}, func() {
+			lo, hi = qbKey(lo[:0], head), qbKey(hi[:0], head+n)
+			it, err := s2.NewIter(lo, hi)
+			if err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				v, err := it.Value()
+				if err != nil {
+					b.Fatal(err)
+				}
+				h, payload, err := queuefmt.ParseHeader(v, queuefmt.ItemFormat)
+				if err != nil {
+					b.Fatal(err)
+				}
+				h.Attempts++
+				keys[i] = append(keys[i][:0], it.Key()...)
+				vals[i] = append(queuefmt.AppendHeader(vals[i][:0], queuefmt.ItemFormat, h), payload...)
+				i++
+			}
+			if err := it.Close(); err != nil || i != n {
+				b.Fatalf("read %d, %v", i, err)
+			}
+			err = link.Write(db2, func(tx *storage.Tx) error {
+				for i, k := range keys {
+					if err := tx.Batch.Set(k, vals[i]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			head += n
+			err = link.Write(db2, func(tx *storage.Tx) error {
+				for _, k := range keys {
+					if err := tx.Batch.Delete(k); err != nil {
+						return err
+					}
+				}
+				sv = queuefmt.AppendState(sv[:0], queuefmt.State{Head: head, Tail: head, Counted: true, CountTo: head})
+				return tx.Batch.Set(stateKey, sv)
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+
 	// What the floors leave out, on raw Pebble alone (no tipkv code):
 	// a Pop's floor that also commits a Set of the queue-state key in its
 	// Delete's batch (which a Pop must write: the head and the count that

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,7 +24,7 @@ import (
 //
 //	[1, head)            consumed and deleted
 //	[head, cursor)       delivered at least once since load: each live one
-//	                     has an entry in pending (leased, ready again,
+//	                     has an entry in order (leased, ready again,
 //	                     waiting for its visible-at time, or busy while a
 //	                     write about it commits); the others are gone
 //	[cursor, watermark)  committed, not yet looked at: fresh of them are
@@ -59,9 +60,12 @@ type core struct {
 	cursor    int64
 	fresh     int
 
-	pending  map[int64]*entry
-	order    []*entry // pending entries by seq; removed ones are dropped lazily
-	nremoved int      // removed entries still in order
+	// order holds the entries of [head, cursor) by seq (they are added at
+	// the cursor, which only moves forward); removed ones are dropped
+	// lazily. Sequence numbers are dense, so entryAt finds most by their
+	// distance from the first: no map to fill and empty per message.
+	order    []*entry
+	nremoved int // removed entries still in order
 
 	ready    itemHeap // visible-again entries, by seq
 	timers   itemHeap // leased and waiting entries, by deadline
@@ -180,7 +184,6 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 			k:        newKeys(name),
 			closedCh: make(chan struct{}),
 			changed:  make(chan struct{}),
-			pending:  make(map[int64]*entry),
 			ready:    itemHeap{less: bySeq},
 			timers:   itemHeap{less: byDeadline},
 			deadBusy: make(map[int64]bool),
@@ -449,16 +452,43 @@ func (c *core) headWithout(es []*entry) int64 {
 	return h
 }
 
+// addEntry adds the entry of the message at the cursor. The caller holds
+// mu.
 func (c *core) addEntry(e *entry) {
-	c.pending[e.seq] = e
 	c.order = append(c.order, e)
 }
+
+// entryAt returns the live entry of message seq, or nil. order is sorted
+// by seq without repeats, so seq sits at most seq - order[0].seq places
+// in; it is there unless gaps (aborted enqueues, messages consumed ahead
+// of older ones and dropped) came before it, and then a binary search
+// finds it. The caller holds mu.
+func (c *core) entryAt(seq int64) *entry {
+	o := c.order
+	if len(o) == 0 || seq < o[0].seq {
+		return nil
+	}
+	i := seq - o[0].seq
+	if i >= int64(len(o)) || o[i].seq != seq {
+		j, found := slices.BinarySearchFunc(o, seq, func(e *entry, seq int64) int { return cmp.Compare(e.seq, seq) })
+		if !found {
+			return nil
+		}
+		i = int64(j)
+	}
+	if e := o[i]; !e.removed {
+		return e
+	}
+	return nil
+}
+
+// live is the number of entries not removed. The caller holds mu.
+func (c *core) live() int { return len(c.order) - c.nremoved }
 
 // remove forgets a consumed entry.
 func (c *core) remove(e *entry) {
 	c.setState(e, stBusy, time.Time{})
 	e.removed = true
-	delete(c.pending, e.seq)
 	c.nremoved++
 	k := 0
 	for k < len(c.order) && c.order[k].removed {
@@ -575,7 +605,7 @@ func (c *core) leased(id ID) (*entry, error) {
 	if id.lease == 0 {
 		return nil, fmt.Errorf("%w: queue %q: message %d: zero lease (messages from Peek and Pop have no lease)", tipkv.ErrInvalid, c.name, id.seq)
 	}
-	e := c.pending[id.seq]
+	e := c.entryAt(id.seq)
 	if e == nil || e.lease != id.lease || (e.state != stLeased && e.state != stReady) {
 		return nil, fmt.Errorf("queue %q: message %d (id %s): %w", c.name, id.seq, id, ErrLeaseLost)
 	}

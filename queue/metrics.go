@@ -58,7 +58,7 @@ func (c *core) fill(m any) {
 // depth is the number of messages in the queue, as Len counts them. The
 // caller holds mu.
 func (c *core) depth() int {
-	n := len(c.pending) + c.fresh
+	n := c.live() + c.fresh
 	for _, b := range c.blocks {
 		if b.state == blockCommitted {
 			n += int(b.n)
