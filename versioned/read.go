@@ -126,24 +126,19 @@ func (c *Collection[T]) seek(r storage.Reader, id string, v int64) (d Doc[T], er
 	defer keyBufs.Put(buf)
 	b := c.docPrefix((*buf)[:0], id)
 	n := len(b)
-	if v > 0 {
-		b = codec.AppendDesc(b, v)
-	}
-	m := len(b)
-	b = codec.AppendDesc(append(b, b[:n]...), 0)
-	*buf = b
-	lo, hi := b[:m:m], b[m:]
 	if v == 0 && r == c.store && !c.shared {
 		// The latest version is known when this DB wrote the document
 		// recently: a point Get of its key, or no read at all.
-		if latest, deleted, ok := c.w.known(b[:n]); ok {
+		if latest, deleted, ok := c.w.known(b); ok {
 			if latest == 0 {
 				return Doc[T]{}, &notFoundError{coll: c.name, id: id, kind: missingDoc}
 			}
 			if deleted {
 				return Doc[T]{}, &notFoundError{coll: c.name, id: id, deletedAt: latest, kind: deletedDoc}
 			}
-			raw, err := r.Get(codec.AppendDesc(b[:n:n], latest))
+			b = codec.AppendDesc(b, latest)
+			*buf = b
+			raw, err := r.Get(b)
 			if err == nil {
 				return c.docOne(id, latest, raw)
 			}
@@ -151,8 +146,16 @@ func (c *Collection[T]) seek(r storage.Reader, id string, v int64) (d Doc[T], er
 				return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), latest, err)
 			}
 			// Not there after all (written around this package): seek.
+			b = b[:n]
 		}
 	}
+	if v > 0 {
+		b = codec.AppendDesc(b, v)
+	}
+	m := len(b)
+	b = codec.AppendDesc(append(b, b[:n]...), 0)
+	*buf = b
+	lo, hi := b[:m:m], b[m:]
 	it, err := newIter(r, lo, hi, 1)
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
