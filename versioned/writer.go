@@ -67,7 +67,9 @@ type writer struct {
 
 	reg    *link.Registry
 	meters map[string]*collMeters // guarded by mu: per collection name
-	dbm    dbMeters
+	// filters: the miss filters, per collection name (see filter.go).
+	filters map[string]*filterSlot // guarded by mu
+	dbm     dbMeters
 }
 
 type writerKey struct{}
