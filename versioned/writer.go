@@ -523,22 +523,12 @@ func (w *writer) grow(n int) {
 	w.mu.Unlock()
 }
 
-// known returns the latest version of the document under prefix, and
-// whether it is a delete marker, when the cache knows it and no Tx holds
-// the document (ok). On an exclusive engine that is the store's latest
-// version: an entry's state changes only when a Tx holding it is applied.
-//
-// Most calls are answered without the mutex, from the hints (see hints).
-func (w *writer) known(prefix []byte) (latest int64, deleted, ok bool) {
-	latest, deleted, found, ok := w.cache.hints.lookup(prefix)
-	if found {
-		return latest, deleted, ok
-	}
-	return w.knownLocked(prefix)
-}
-
-// knownLocked is known under the writer's mutex, for a document the hints
-// do not hold.
+// knownLocked returns the latest version of the document under prefix,
+// and whether it is a delete marker, when the cache knows it and no Tx
+// holds the document (ok). On an exclusive engine that is the store's
+// latest version: an entry's state changes only when a Tx holding it is
+// applied. Latest asks the hints first (see hints), without the mutex,
+// and this only for a document they do not hold.
 func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	w.mu.Lock()
 	e, found := w.cache.cur[string(prefix)]
