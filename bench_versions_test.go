@@ -18,6 +18,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/tipkv/tipkv/internal/storage/pebblestore"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -270,6 +271,12 @@ func BenchmarkVersions(b *testing.B) {
 		d := data(b)
 		vbPair(b, 64, false, vbHotGetOp(b, d), vbLatestKnownOp(b, d))
 	})
+	// The same Get through the storage seam of tipkv's DB: how much of
+	// the pair above is the engine's, before versioned adds anything.
+	b.Run("op=store-get/pair=raw-get", func(b *testing.B) {
+		d := data(b)
+		vbPair(b, 64, false, vbHotGetOp(b, d), vbStoreGetOp(b, d))
+	})
 	b.Run("op=latest/pair=raw-seek", func(b *testing.B) {
 		d := data(b)
 		vbPair(b, 64, false, vbRawSeekOp(b, d), vbLatestOp(b, d, false))
@@ -319,6 +326,87 @@ func BenchmarkVersions(b *testing.B) {
 		d := data(b)
 		vbPair(b, 64, true, vbRawPutOp(b, d, 1000, false), vbPutOp(b, d, 1000))
 	})
+	// Last: once built, the miss filter (versioned.Options.MissFilter) is
+	// the DB's, used by every handle of the collection.
+	var filtered *versioned.Collection[[]byte]
+	var built time.Duration
+	filter := func(b *testing.B, d *vbData) *versioned.Collection[[]byte] {
+		if filtered == nil {
+			start := time.Now()
+			c, err := versioned.NewCollection(d.db, vbColl, &versioned.Options[[]byte]{Codec: codec.Raw{}, MissFilter: true})
+			require.NoError(b, err)
+			built, filtered = time.Since(start), c
+		}
+		return filtered
+	}
+	// Latest of a missing document with the miss filter, against raw
+	// Pebble's Get of a missing key (its bloom filter answers) and
+	// against Latest of a present document.
+	b.Run("op=latest-missing-filtered/pair=raw-get-missing", func(b *testing.B) {
+		d := data(b)
+		c := filter(b, d)
+		vbPair(b, 64, false, vbRawGetMissingOp(b, d), vbLatestMissingOp(b, d, c))
+		b.ReportMetric(float64(built.Nanoseconds())/float64(vbDocs+vbDeepDocs), "build-ns/doc")
+	})
+	b.Run("op=latest-missing-filtered/pair=present", func(b *testing.B) {
+		d := data(b)
+		c := filter(b, d)
+		vbPair(b, 64, false, vbLatestOp(b, d, false), vbLatestMissingOp(b, d, c))
+	})
+}
+
+// vbStoreGetOp is vbHotGetOp through tipkv's storage seam on tipkv's DB:
+// storage.GetAppend into a reused buffer, then the codec's copy.
+func vbStoreGetOp(b *testing.B, d *vbData) func(int) {
+	s, err := link.Store(d.db)
+	require.NoError(b, err)
+	ids := vbHotIDs(d)
+	keys := make([][]byte, len(ids))
+	for i, id := range ids {
+		keys[i] = codec.AppendDesc(vbPrefix(id), vbVersions)
+	}
+	var buf, out []byte
+	return func(i int) {
+		k := keys[i%len(keys)]
+		var err error
+		buf, err = storage.GetAppend(s, buf[:0], k)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = codec.Raw{}.Decode(buf, &out)
+		if len(out) != vbValueSize {
+			b.Fatalf("got %d bytes", len(out))
+		}
+	}
+}
+
+// vbRawGetMissingOp is raw Pebble's Get of the latest version's key of a
+// missing document (ids that sort among the present ones).
+func vbRawGetMissingOp(b *testing.B, d *vbData) func(int) {
+	picks := vbPicks(vbPicksN, vbDocs)
+	keys := make([][]byte, len(picks))
+	for i, p := range picks {
+		keys[i] = codec.AppendDesc(vbPrefix(d.ids[p]+"-missing"), vbVersions)
+	}
+	return func(i int) {
+		if _, _, err := d.raw.Get(keys[i%len(keys)]); err != pebble.ErrNotFound {
+			b.Fatal("found a missing document", err)
+		}
+	}
+}
+
+// vbLatestMissingOp is Latest of missing documents through c.
+func vbLatestMissingOp(b *testing.B, d *vbData, c *versioned.Collection[[]byte]) func(int) {
+	picks := vbPicks(vbPicksN, vbDocs)
+	ids := make([]string, len(picks))
+	for i, p := range picks {
+		ids[i] = d.ids[p] + "-missing"
+	}
+	return func(i int) {
+		if _, err := c.Latest(ids[i%len(ids)]); err == nil {
+			b.Fatal("found a missing document")
+		}
+	}
 }
 
 func vbNs(b *testing.B) float64 { return float64(b.Elapsed().Nanoseconds()) / float64(b.N) }

@@ -35,6 +35,8 @@ type config struct {
 	Only  string // comma-separated sections to run: versions, queues, feeds
 	Keep  bool   // keep the data directories
 
+	MissFilter bool // tipkv's collection keeps versioned.Options.MissFilter
+
 	Docs         int // documents with Versions versions each
 	Versions     int
 	LongDocs     int // documents with LongVersions versions each, for newest 100
@@ -179,6 +181,7 @@ func main() {
 	rounds := flag.Int("rounds", 0, "most rounds of a row (default 72; quick 6)")
 	target := flag.Float64("target", 0, "a row stops once every ratio's 95% interval is within this fraction of it (default 0.05)")
 	memtable := flag.Int64("memtable", 0, "memtable size in bytes of tipkv and raw Pebble (default 16 MiB; quick 4 MiB)")
+	missFilter := flag.Bool("missfilter", false, "open tipkv's collection with versioned.Options.MissFilter (an in-memory filter of its documents)")
 	wall := flag.Bool("wall", false, "measure wall time instead of the process's CPU time")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
 	flag.BoolVar(&verbose, "v", false, "log every round's time per system, for a look at the spread")
@@ -190,6 +193,7 @@ func main() {
 		cfg = quickConfig()
 	}
 	cfg.Out, cfg.Tmp, cfg.Only, cfg.Keep = *out, *tmp, *only, *keep
+	cfg.MissFilter = *missFilter
 	if *docs > 0 {
 		cfg.Docs = *docs
 		cfg.HotDocs = min(cfg.HotDocs, *docs)

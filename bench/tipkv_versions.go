@@ -29,7 +29,7 @@ func openTipkvVersions(dir string, cfg config, synced bool) (*tipkvVersions, err
 	if err != nil {
 		return nil, err
 	}
-	c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}, MissFilter: cfg.MissFilter})
 	if err != nil {
 		_ = db.Close()
 		return nil, err

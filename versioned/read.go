@@ -123,36 +123,54 @@ func (c *Collection[T]) seek(r storage.Reader, id string, v int64) (d Doc[T], er
 		return Doc[T]{}, err
 	}
 	buf := keyBufs.Get().(*[]byte)
-	defer keyBufs.Put(buf)
+	defer putKeyBuf(buf)
 	b := c.docPrefix((*buf)[:0], id)
 	n := len(b)
-	if v > 0 {
-		b = codec.AppendDesc(b, v)
-	}
-	m := len(b)
-	b = codec.AppendDesc(append(b, b[:n]...), 0)
-	*buf = b
-	lo, hi := b[:m:m], b[m:]
-	if v == 0 && r == c.store && !c.shared {
+	live := r == c.store && !c.shared
+	if v == 0 && live {
 		// The latest version is known when this DB wrote the document
-		// recently: a point Get of its key, or no read at all.
-		if latest, deleted, ok := c.w.known(b[:n]); ok {
+		// recently: a point Get of its key, or no read at all. The
+		// version cache's hints come first (they hold the hot
+		// documents), then the miss filter, then the cache under its
+		// mutex.
+		latest, deleted, found, ok := c.w.cache.hints.lookup(b)
+		if !found {
+			if c.missing(b) {
+				return Doc[T]{}, &notFoundError{coll: c.name, id: id, kind: missingDoc}
+			}
+			latest, deleted, ok = c.w.knownLocked(b)
+		}
+		if ok {
 			if latest == 0 {
 				return Doc[T]{}, &notFoundError{coll: c.name, id: id, kind: missingDoc}
 			}
 			if deleted {
 				return Doc[T]{}, &notFoundError{coll: c.name, id: id, deletedAt: latest, kind: deletedDoc}
 			}
-			raw, err := r.Get(codec.AppendDesc(b[:n:n], latest))
+			b = codec.AppendDesc(b, latest)
+			k := len(b)
+			b, err = storage.GetAppend(r, b, b[:k]) // the value after the key: no copy of its own
+			*buf = b
 			if err == nil {
-				return c.docOne(id, latest, raw)
+				return c.docOne(id, latest, b[k:])
 			}
 			if !errors.Is(err, storage.ErrNotFound) {
 				return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), latest, err)
 			}
 			// Not there after all (written around this package): seek.
+			b = b[:n]
 		}
 	}
+	if v > 0 {
+		if live && c.missing(b) {
+			return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingAsOf}
+		}
+		b = codec.AppendDesc(b, v)
+	}
+	m := len(b)
+	b = codec.AppendDesc(append(b, b[:n]...), 0)
+	*buf = b
+	lo, hi := b[:m:m], b[m:]
 	it, err := newIter(r, lo, hi, 1)
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
@@ -199,7 +217,11 @@ func (c *Collection[T]) get(r storage.Reader, id string, v int64) (Doc[T], error
 	if v < 1 {
 		return Doc[T]{}, fmt.Errorf("%w: %s: version %d", tipkv.ErrInvalid, c.where(id), v)
 	}
-	raw, err := r.Get(codec.AppendDesc(c.docPrefix(nil, id), v))
+	prefix := c.docPrefix(nil, id)
+	if r == c.store && c.missing(prefix) {
+		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingVersion}
+	}
+	raw, err := r.Get(codec.AppendDesc(prefix, v))
 	if errors.Is(err, storage.ErrNotFound) {
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingVersion}
 	}
@@ -425,6 +447,9 @@ func (c *Collection[T]) count(r storage.Reader, id string) (n int64, err error) 
 		return 0, err
 	}
 	prefix := c.docPrefix(nil, id)
+	if r == c.store && c.missing(prefix) {
+		return 0, nil
+	}
 	it, err := newIter(r, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
@@ -485,6 +510,7 @@ func (c *Collection[T]) latestMany(r storage.Reader, ids []string) (docs []Doc[T
 		prefixes[i], order[i] = c.docPrefix(nil, id), i
 	}
 	slices.SortFunc(order, func(a, b int) int { return bytes.Compare(prefixes[a], prefixes[b]) })
+	live := r == c.store
 	it, err := newIter(r, c.prefix, codec.PrefixEnd(c.prefix), 1)
 	if err != nil {
 		return nil, fmt.Errorf("collection %q: %w", c.name, err)
@@ -498,6 +524,9 @@ func (c *Collection[T]) latestMany(r storage.Reader, ids []string) (docs []Doc[T
 	for k, i := range order {
 		if k > 0 && ids[order[k-1]] == ids[i] {
 			docs[i] = docs[order[k-1]]
+			continue
+		}
+		if live && c.missing(prefixes[i]) {
 			continue
 		}
 		if !it.SeekPrefixGE(prefixes[i]) {

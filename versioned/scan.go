@@ -52,6 +52,13 @@ func newIter(r storage.Reader, lo, hi []byte, n int) (storage.Iter, error) {
 // hold them only until their iterator is closed.
 var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 128); return &b }}
 
+// putKeyBuf recycles buf unless a value read into it made it large.
+func putKeyBuf(buf *[]byte) {
+	if cap(*buf) <= 16<<10 {
+		keyBufs.Put(buf)
+	}
+}
+
 // numberKey returns prefix | desc(n) in a new slice.
 func numberKey(prefix []byte, n int64) []byte {
 	k := make([]byte, 0, len(prefix)+codec.NumberSize)

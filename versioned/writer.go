@@ -3,6 +3,7 @@ package versioned
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"slices"
 	"sync"
@@ -66,7 +67,9 @@ type writer struct {
 
 	reg    *link.Registry
 	meters map[string]*collMeters // guarded by mu: per collection name
-	dbm    dbMeters
+	// filters: the miss filters, per collection name (see filter.go).
+	filters map[string]*filterSlot // guarded by mu
+	dbm     dbMeters
 }
 
 type writerKey struct{}
@@ -142,8 +145,10 @@ type docState struct {
 // what is known of it. The committed state and the Tx view belong to the
 // lock's holder; the lock fields are guarded by writer.mu.
 type docEntry struct {
-	state docState // committed
-	tx    docState // the holder's view
+	key   string        // the key prefix, as in the cache's maps
+	pub   atomic.Uint64 // the committed latest version, for readers (see hints)
+	state docState      // committed
+	tx    docState      // the holder's view
 	// stream is set while a trim holds the entry of a stream, to update
 	// the stream's low bound before the lock is released.
 	stream *stream
@@ -185,11 +190,14 @@ func (e *docEntry) pinned() bool {
 type versionCache struct {
 	cur, old map[string]*docEntry
 	half     int
+	hints    *hints
 }
 
 func newVersionCache(size int) versionCache {
 	half := max(size/2, 1)
-	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half}
+	h := &hints{seed: maphash.MakeSeed()}
+	h.size(2 * half)
+	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half, hints: h}
 }
 
 // entry returns k's entry, creating it, and moves it to the current
@@ -200,17 +208,18 @@ func (c *versionCache) entry(k []byte) *docEntry {
 	}
 	e, ok := c.old[string(k)]
 	if !ok {
-		e = &docEntry{}
+		e = &docEntry{key: string(k)}
 	}
 	if len(c.cur) >= c.half {
 		c.old, c.cur = c.cur, c.old
 		for k, e := range c.cur {
 			if !e.pinned() {
 				delete(c.cur, k)
+				c.hints.retire(e)
 			}
 		}
 	}
-	c.cur[string(k)] = e
+	c.cur[e.key] = e
 	return e
 }
 
@@ -294,6 +303,7 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 	for e.holder != t {
 		if e.holder == nil {
 			e.holder = t
+			e.pub.Store(0) // before the Tx can apply anything (see hints)
 			e.tx = e.state
 			e.base, e.baseKnown, e.dropped, e.dropping = e.state.latest, e.state.latestKnown, false, false
 			t.held = append(t.held, e)
@@ -461,6 +471,9 @@ func (t *txWrites) unlock(applied bool) {
 			}
 		}
 		e.holder, e.stream, e.tx, e.dropped, e.dropping = nil, nil, docState{}, false, false
+		if !w.shared {
+			w.cache.hints.publish(e)
+		}
 		if e.wake != nil {
 			close(e.wake)
 			e.wake = nil
@@ -506,14 +519,17 @@ func (t *txWrites) committed() {
 func (w *writer) grow(n int) {
 	w.mu.Lock()
 	w.cache.half = max(w.cache.half, (n+1)/2)
+	w.cache.hints.size(2 * w.cache.half)
 	w.mu.Unlock()
 }
 
-// known returns the latest version of the document under prefix, and
-// whether it is a delete marker, when the cache knows it and no Tx holds
-// the document (ok). On an exclusive engine that is the store's latest
-// version: an entry's state changes only when a Tx holding it is applied.
-func (w *writer) known(prefix []byte) (latest int64, deleted, ok bool) {
+// knownLocked returns the latest version of the document under prefix,
+// and whether it is a delete marker, when the cache knows it and no Tx
+// holds the document (ok). On an exclusive engine that is the store's
+// latest version: an entry's state changes only when a Tx holding it is
+// applied. Latest asks the hints first (see hints), without the mutex,
+// and this only for a document they do not hold.
+func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	w.mu.Lock()
 	e, found := w.cache.cur[string(prefix)]
 	if !found {

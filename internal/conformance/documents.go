@@ -49,6 +49,7 @@ func documentCases() []Case {
 		{"SnapshotReadsAgree", checked(testSnapshotReadsAgree)},
 		{"DefaultCodecNames", checked(testDefaultCodecNames)},
 		{"Model", checked(testDocumentModel)},
+		{"MissFilterHidesNothing", checked(testMissFilterHidesNothing)},
 		{"ConcurrentPutsAreDense", checked(testConcurrentPutsAreDense)},
 		{"ConcurrentPutsWithAbortsStayDense", checked(testConcurrentPutsWithAbortsStayDense)},
 		{"ConcurrentPutIf", checked(testConcurrentPutIf)},

@@ -96,6 +96,27 @@ func NewIterN(r Reader, lo, hi []byte, n int) (Iter, error) {
 	return r.NewIter(lo, hi)
 }
 
+// Appender is implemented by readers that can append a value to the
+// caller's buffer, sparing the copy Get allocates.
+type Appender interface {
+	// GetAppend appends the value stored at key to dst and returns the
+	// extended buffer, or ErrNotFound (dst unchanged).
+	GetAppend(dst, key []byte) ([]byte, error)
+}
+
+// GetAppend appends the value stored at key in r to dst, with r's
+// GetAppend when it has one.
+func GetAppend(r Reader, dst, key []byte) ([]byte, error) {
+	if a, ok := r.(Appender); ok {
+		return a.GetAppend(dst, key)
+	}
+	v, err := r.Get(key)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, v...), nil
+}
+
 // Store is an ordered key-value store. It is safe for concurrent use.
 type Store interface {
 	Reader

@@ -228,6 +228,24 @@ func (s *Store) Get(key []byte) (_ []byte, err error) {
 	return get(s.db, &s.f, key)
 }
 
+// GetAppend implements storage.Appender.
+func (s *Store) GetAppend(dst, key []byte) (_ []byte, err error) {
+	if err := s.enter(); err != nil {
+		return dst, err
+	}
+	defer s.exit()
+	defer s.f.recoverFatal(&err)
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return dst, storage.ErrNotFound
+	}
+	if err != nil {
+		return dst, s.f.wrap(err)
+	}
+	dst = append(dst, v...)
+	return dst, closer.Close()
+}
+
 func get(r pebble.Reader, f *faults, key []byte) ([]byte, error) {
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {

@@ -177,6 +177,16 @@ func testGet(t *testing.T, h Harness) {
 	got, ok := getString(t, s, vkey("c", "a", 1))
 	require.True(t, ok, "an empty value is a value")
 	require.Equal(t, "", got)
+
+	// GetAppend (the store's own or the fallback) appends, and leaves dst
+	// alone on a miss.
+	set(t, s, vkey("c", "b", 1), []byte("two"))
+	dst, err := storage.GetAppend(s, []byte("x:"), vkey("c", "b", 1))
+	require.NoError(t, err)
+	require.Equal(t, "x:two", string(dst))
+	dst, err = storage.GetAppend(s, []byte("x:"), vkey("c", "b", 2))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.Equal(t, "x:", string(dst))
 }
 
 func testIterBounds(t *testing.T, h Harness) {
