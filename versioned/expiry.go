@@ -2,6 +2,7 @@ package versioned
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // PurgeStats says what one pass of PurgeExpired did.
@@ -41,19 +43,29 @@ func (c *Collection[T]) PurgeExpired(ctx context.Context) (st PurgeStats, err er
 		countPass(&c.w.dbm.purgePasses, &c.w.dbm.purgeFailures, err)
 		c.w.dbm.purgedDoc.Add(uint64(st.Purged))
 	}()
-	lo, hi := c.prefix, codec.PrefixEnd(c.prefix)
-	for {
-		if c.w.isClosed() {
-			return st, tipkv.ErrClosed
+	if c.w.isClosed() {
+		return st, tipkv.ErrClosed
+	}
+	var expired []expiredAt
+	now := c.clock().UnixNano()
+	err = walkPrefixes(c.store, c.prefix, codec.PrefixEnd(c.prefix), retainPage, func(it storage.Iter) error {
+		st.Documents++
+		raw, err := it.Value()
+		if err != nil || !docfmt.Expired(raw, now) {
+			return err
 		}
-		visited, expired, next, err := c.expiredPage(lo, hi)
-		st.Documents += visited
+		k := it.Key()
+		id, v, err := decodeDocTail(k[len(c.prefix):])
 		if err != nil {
-			return st, fmt.Errorf("purging expired documents of %q: %w", c.name, err)
+			return fmt.Errorf("key %x: %w", k, err)
 		}
+		expired = append(expired, expiredAt{id: id, v: v})
+		return nil
+	}, func() error {
+		// The page's iterator is closed: purge its expired documents.
 		for _, e := range expired {
 			if err := ctx.Err(); err != nil {
-				return st, err
+				return err
 			}
 			n, err := c.prune(c.db, e.id, func(latest int64) int64 {
 				if latest != e.v {
@@ -62,58 +74,23 @@ func (c *Collection[T]) PurgeExpired(ctx context.Context) (st PurgeStats, err er
 				return latest
 			})
 			if err != nil {
-				return st, err
+				return err
 			}
 			if n > 0 {
 				st.Purged++
 				st.Versions += n
 			}
 		}
-		if next == nil {
-			return st, ctx.Err()
-		}
-		lo = next
+		expired, now = expired[:0], c.clock().UnixNano()
+		return nil
+	})
+	if err != nil && !errors.Is(err, ctx.Err()) && !errors.Is(err, tipkv.ErrClosed) {
+		err = fmt.Errorf("purging expired documents of %q: %w", c.name, err)
 	}
-}
-
-// expiredPage visits up to retainPage documents in [lo, hi) and returns
-// how many it visited, those whose latest version has expired, and where
-// the next page starts (nil: there is none). Its iterator is closed before
-// any purge.
-func (c *Collection[T]) expiredPage(lo, hi []byte) (visited int, expired []expiredAt, next []byte, err error) {
-	it, err := newIter(c.store, lo, hi, 1)
-	if err != nil {
-		return 0, nil, nil, err
+	if err == nil {
+		err = ctx.Err()
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	now := c.clock().UnixNano()
-	for ok := it.First(); ok; ok = it.NextPrefix() {
-		k := it.Key()
-		visited++
-		raw, err := it.Value()
-		if err != nil {
-			return visited, nil, nil, err
-		}
-		if docfmt.Expired(raw, now) {
-			id, v, err := decodeDocTail(k[len(c.prefix):])
-			if err != nil {
-				return visited, nil, nil, fmt.Errorf("key %x: %w", k, err)
-			}
-			expired = append(expired, expiredAt{id: id, v: v})
-		}
-		if visited == retainPage {
-			next = codec.PrefixEnd(k[:codec.Split(k)])
-			if next == nil || string(next) >= string(hi) {
-				next = nil
-			}
-			return visited, expired, next, nil
-		}
-	}
-	return visited, expired, nil, it.Error()
+	return st, err
 }
 
 type purgeKey struct{ collection string }

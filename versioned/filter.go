@@ -9,6 +9,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // The miss filter (Options.MissFilter) is a blocked Bloom filter of the
@@ -255,33 +256,13 @@ func (c *Collection[T]) buildFilter(grow bool) error {
 // walkDocs appends the hash of every document of the collection to hs,
 // one seek per document.
 func (c *Collection[T]) walkDocs(hs []uint64) ([]uint64, error) {
-	lo, hi := append([]byte(nil), c.prefix...), codec.PrefixEnd(c.prefix)
-	for {
-		it, err := newIter(c.store, lo, hi, filterPage)
-		if err != nil {
-			return hs, err
+	err := walkPrefixes(c.store, c.prefix, codec.PrefixEnd(c.prefix), filterPage, func(it storage.Iter) error {
+		k := it.Key()
+		if len(k) < len(c.prefix)+codec.NumberSize {
+			return fmt.Errorf("%w: key %x: too short for a version", tipkv.ErrCorrupt, k)
 		}
-		more, page := false, 0
-		for ok := it.First(); ok; ok = it.NextPrefix() {
-			k := it.Key()
-			if len(k) < len(c.prefix)+codec.NumberSize {
-				_ = it.Close()
-				return hs, fmt.Errorf("%w: key %x: too short for a version", tipkv.ErrCorrupt, k)
-			}
-			prefix := k[:len(k)-codec.NumberSize]
-			hs = append(hs, docHash(prefix))
-			if page++; page == filterPage {
-				lo = codec.ImmediateSuccessor(lo[:0], prefix)
-				more = true
-				break
-			}
-		}
-		err = it.Error()
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil || !more {
-			return hs, err
-		}
-	}
+		hs = append(hs, docHash(k[:len(k)-codec.NumberSize]))
+		return nil
+	}, nil)
+	return hs, err
 }

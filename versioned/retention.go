@@ -2,6 +2,7 @@ package versioned
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // FeedRetention bounds the streams of a feed by count and by age, without
@@ -90,64 +92,43 @@ func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 		countPass(&f.w.dbm.feedPasses, &f.w.dbm.feedFailures, err)
 		f.w.dbm.trimmed.Add(uint64(st.Trimmed))
 	}()
+	if f.w.isClosed() {
+		return st, tipkv.ErrClosed
+	}
 	lo := appendEscaped(codec.AppendFamily(nil, codec.FamilyFeed), f.retention.Streams)
-	hi := codec.PrefixEnd(lo)
-	for {
-		if f.w.isClosed() {
-			return st, tipkv.ErrClosed
-		}
-		names, next, err := f.streamPage(lo, hi)
+	var names []string
+	err = walkPrefixes(f.store, lo, codec.PrefixEnd(lo), retainPage, func(it storage.Iter) error {
+		name, _, err := codec.DecodeString(it.Key()[1:])
 		if err != nil {
-			return st, fmt.Errorf("retention: %w", err)
+			return fmt.Errorf("key %x: %w", it.Key(), err)
 		}
+		names = append(names, name)
+		return nil
+	}, func() error {
+		// The page's iterator is closed: trim its streams.
 		for _, name := range names {
 			if err := ctx.Err(); err != nil {
-				return st, err
+				return err
+			}
+			if f.w.isClosed() {
+				return tipkv.ErrClosed
 			}
 			st.Streams++
 			trimmed, err := f.retainStream(name)
 			if err != nil {
-				return st, fmt.Errorf("retention: stream %q: %w", name, err)
+				return fmt.Errorf("stream %q: %w", name, err)
 			}
 			if trimmed {
 				st.Trimmed++
 			}
 		}
-		if next == nil {
-			return st, nil
-		}
-		lo = next
+		names = names[:0]
+		return nil
+	})
+	if err != nil && !errors.Is(err, ctx.Err()) && !errors.Is(err, tipkv.ErrClosed) {
+		err = fmt.Errorf("retention: %w", err)
 	}
-}
-
-// streamPage returns the names of up to retainPage streams in [lo, hi),
-// and where the next page starts (nil: there is none).
-func (f *Feed[T]) streamPage(lo, hi []byte) (names []string, next []byte, err error) {
-	it, err := newIter(f.store, lo, hi, 1)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	for ok := it.First(); ok; ok = it.NextPrefix() {
-		k := it.Key()
-		name, _, err := codec.DecodeString(k[1:])
-		if err != nil {
-			return nil, nil, fmt.Errorf("key %x: %w", k, err)
-		}
-		names = append(names, name)
-		if len(names) == retainPage {
-			next = codec.PrefixEnd(k[:codec.Split(k)])
-			if next == nil || string(next) >= string(hi) {
-				next = nil
-			}
-			return names, next, nil
-		}
-	}
-	return names, nil, it.Error()
+	return st, err
 }
 
 // retainStream trims one stream to the Feed's bounds when it holds

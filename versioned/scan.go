@@ -194,3 +194,53 @@ func (sc *newestScan) close() error {
 	keyBufs.Put(sc.buf)
 	return err
 }
+
+// walkPrefixes visits the first key of every prefix (document or stream)
+// in [lo, hi), newest version or event first, one seek each: visit gets
+// the iterator at that key. It reads pages of at most page prefixes, each
+// with an iterator of its own, and runs between pages (before the next
+// one opens) so that a long walk pins no view of the store for long; the
+// retention passes trim and purge there. It stops at visit's or between's
+// first error.
+func walkPrefixes(r storage.Reader, lo, hi []byte, page int, visit func(it storage.Iter) error, between func() error) error {
+	for lo != nil {
+		var err error
+		if lo, err = prefixPage(r, lo, hi, page, visit); err != nil {
+			return err
+		}
+		if between != nil {
+			if err := between(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// prefixPage is one page of walkPrefixes; it returns where the next page
+// starts, nil when the range is done.
+func prefixPage(r storage.Reader, lo, hi []byte, page int, visit func(it storage.Iter) error) (next []byte, err error) {
+	it, err := newIter(r, lo, hi, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	n := 0
+	for ok := it.First(); ok; ok = it.NextPrefix() {
+		if err := visit(it); err != nil {
+			return nil, err
+		}
+		if n++; n == page {
+			k := it.Key()
+			if next = codec.PrefixEnd(k[:codec.Split(k)]); next != nil && string(next) >= string(hi) {
+				next = nil
+			}
+			return next, nil
+		}
+	}
+	return nil, it.Error()
+}
