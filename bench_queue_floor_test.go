@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
@@ -251,13 +250,13 @@ func BenchmarkQueueFloor(b *testing.B) {
 	})
 
 	// The Receive(100)+Ack floor on a Pebble that keeps values in their
-	// data blocks, as tipkv configures it (pebblestore's span policy,
-	// which qbPebble leaves at Pebble's default), against the floor as
-	// op=receive-100-ack measures it.
+	// data blocks, as tipkv configures it (pebblestore's span policy, as
+	// qbPebble), against the same floor on Pebble's default policy (values
+	// after the first of a prefix in value blocks).
 	b.Run("op=receive-100-ack-floor,pebble=values-inline", func(b *testing.B) {
 		const n = 100
 		calls := qbCalls(b)
-		inline, dflt := qbPebbleInline(b, b.TempDir()), qbPebble(b, b.TempDir(), false)
+		inline, dflt := qbPebble(b, b.TempDir(), false), qbPebbleSeparated(b, b.TempDir())
 		qbFill(b, inline, calls*n)
 		qbFill(b, dflt, calls*n)
 		pairedRatio(b, qbReceiveAckFloor(b, inline, n), qbReceiveAckFloor(b, dflt, n))
@@ -431,26 +430,15 @@ func qbReceiveAckFloor(b *testing.B, raw *pebble.DB, n int) func() {
 	}
 }
 
-// qbPebbleInline is qbPebble with tipkv's span policy: every value in its
-// data block (see pebblestore's options).
-func qbPebbleInline(b testing.TB, dir string) *pebble.DB {
+// qbPebbleSeparated is qbPebble with Pebble's default span policy: the
+// value of every key but the first of a prefix in value blocks.
+func qbPebbleSeparated(b testing.TB, dir string) *pebble.DB {
 	b.Helper()
 	cache := pebble.NewCache(128 << 20)
 	defer cache.Unref()
-	opts := &pebble.Options{
-		Comparer:           pebblestore.Comparer,
-		Cache:              cache,
-		MemTableSize:       16 << 20,
-		FormatMajorVersion: pebblestore.FormatMajorVersion,
-		Logger:             qbQuiet{},
-	}
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		opts.Levels[i].FilterType = pebble.TableFilter
-	}
-	opts.Experimental.SpanPolicyFunc = func([]byte) (pebble.SpanPolicy, []byte, error) {
-		return pebble.SpanPolicy{DisableValueSeparationBySuffix: true}, nil, nil
-	}
+	opts := pebblestore.Options(pebblestore.Config{MemTableSize: 16 << 20}, cache)
+	opts.Experimental.SpanPolicyFunc = nil
+	opts.Logger = qbQuiet{}
 	db, err := pebble.Open(dir, opts)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = db.Close() })

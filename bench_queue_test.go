@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
@@ -50,24 +49,16 @@ func qbOpen(b testing.TB, dir string, opts *tipkv.Options) (*tipkv.DB, *queue.Qu
 	return db, q
 }
 
-// qbPebble opens raw Pebble configured as tipkv configures it (comparer,
-// cache, memtable, filters, format).
+// qbPebble opens raw Pebble with the options tipkv runs with
+// (pebblestore.Options: comparer, cache, memtable, filters, format, values
+// kept in their data blocks), optionally without automatic compactions.
 func qbPebble(b testing.TB, dir string, noCompactions bool) *pebble.DB {
 	b.Helper()
 	cache := pebble.NewCache(128 << 20)
 	defer cache.Unref()
-	opts := &pebble.Options{
-		Comparer:                    pebblestore.Comparer,
-		Cache:                       cache,
-		MemTableSize:                16 << 20,
-		FormatMajorVersion:          pebblestore.FormatMajorVersion,
-		DisableAutomaticCompactions: noCompactions,
-		Logger:                      qbQuiet{},
-	}
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-		opts.Levels[i].FilterType = pebble.TableFilter
-	}
+	opts := pebblestore.Options(pebblestore.Config{MemTableSize: 16 << 20}, cache)
+	opts.DisableAutomaticCompactions = noCompactions
+	opts.Logger = qbQuiet{}
 	db, err := pebble.Open(dir, opts)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = db.Close() })
