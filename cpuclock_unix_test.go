@@ -4,6 +4,9 @@ package tipkv_test
 
 import "syscall"
 
+// cpuClock says cpuNanos is a CPU clock.
+const cpuClock = true
+
 // cpuNanos is the CPU time the process has used, user and system, in
 // nanoseconds.
 func cpuNanos() int64 {
