@@ -82,7 +82,7 @@ func (b *batch) DeleteRange(lo, hi []byte) error {
 }
 
 func (b *batch) Require(c storage.Cond) error {
-	if err := checkCond(c); err != nil {
+	if err := c.Check(); err != nil {
 		if b.err == nil {
 			b.err = err
 		}
@@ -93,22 +93,6 @@ func (b *batch) Require(c storage.Cond) error {
 	}
 	b.conds = append(b.conds, storage.Cond{Kind: c.Kind, Key: bytes.Clone(c.Key), End: bytes.Clone(c.End), Value: bytes.Clone(c.Value)})
 	b.size += c.Size()
-	return nil
-}
-
-func checkCond(c storage.Cond) error {
-	switch c.Kind {
-	case storage.KeyAbsent, storage.KeyPresent, storage.KeyEquals:
-		if len(c.Key) == 0 {
-			return fmt.Errorf("%w: sqlkv: condition on an empty key", storage.ErrInvalid)
-		}
-	case storage.RangeEmpty:
-		if len(c.Key) == 0 || bytes.Compare(c.Key, c.End) >= 0 {
-			return fmt.Errorf("%w: sqlkv: condition on an empty or unbounded range [%x, %x)", storage.ErrInvalid, c.Key, c.End)
-		}
-	default:
-		return fmt.Errorf("%w: sqlkv: unknown condition kind %d", storage.ErrInvalid, c.Kind)
-	}
 	return nil
 }
 

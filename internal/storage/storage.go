@@ -29,8 +29,10 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
@@ -298,6 +300,25 @@ func Empty(lo, hi []byte) Cond { return Cond{Kind: RangeEmpty, Key: lo, End: hi}
 
 // Size is the condition's size in bytes, for batch limits.
 func (c Cond) Size() int { return len(c.Key) + len(c.End) + len(c.Value) }
+
+// Check returns an error matching ErrInvalid for a condition no engine can
+// evaluate: one on an empty key, on an empty or unbounded range, or of an
+// unknown kind. Every engine's Batch.Require refuses those with it.
+func (c Cond) Check() error {
+	switch c.Kind {
+	case KeyAbsent, KeyPresent, KeyEquals:
+		if len(c.Key) == 0 {
+			return fmt.Errorf("%w: condition on an empty key", ErrInvalid)
+		}
+	case RangeEmpty:
+		if len(c.Key) == 0 || bytes.Compare(c.Key, c.End) >= 0 {
+			return fmt.Errorf("%w: condition on an empty or unbounded range [%x, %x)", ErrInvalid, c.Key, c.End)
+		}
+	default:
+		return fmt.Errorf("%w: unknown condition kind %d", ErrInvalid, c.Kind)
+	}
+	return nil
+}
 
 // Watcher is implemented by engines that push changes (Caps.Watch).
 type Watcher interface {

@@ -72,7 +72,7 @@ func (b *batch) DeleteRange(lo, hi []byte) error {
 }
 
 func (b *batch) Require(c storage.Cond) error {
-	if err := checkCond(c); err != nil {
+	if err := c.Check(); err != nil {
 		if b.err == nil {
 			b.err = err // the batch is refused as a whole
 		}
@@ -86,22 +86,6 @@ func (b *batch) Require(c storage.Cond) error {
 	c.Key, c.End, c.Value = bytes.Clone(c.Key), bytes.Clone(c.End), bytes.Clone(c.Value)
 	b.conds = append(b.conds, c)
 	b.size += c.Size() + entryOverhead
-	return nil
-}
-
-func checkCond(c storage.Cond) error {
-	switch c.Kind {
-	case storage.KeyAbsent, storage.KeyPresent, storage.KeyEquals:
-		if len(c.Key) == 0 {
-			return fmt.Errorf("%w: condition on an empty key", storage.ErrInvalid)
-		}
-	case storage.RangeEmpty:
-		if len(c.Key) == 0 || string(c.Key) >= string(c.End) {
-			return fmt.Errorf("%w: condition on an empty or unbounded range [%x, %x)", storage.ErrInvalid, c.Key, c.End)
-		}
-	default:
-		return fmt.Errorf("%w: unknown condition kind %d", storage.ErrInvalid, c.Kind)
-	}
 	return nil
 }
 
