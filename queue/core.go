@@ -2,6 +2,7 @@ package queue
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,10 +83,7 @@ type core struct {
 	// load, less those found missing; lastEnqueued is its value when last
 	// was computed. Their difference is what the next stored count adds.
 	enqueued, lastEnqueued int64
-	// stateDue is set while an enqueue carries a state write (see alloc).
-	stateDue bool
-
-	m meters
+	m                      meters
 }
 
 // block is one enqueue's run of sequence numbers [start, start+n).
@@ -199,7 +197,11 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 	return c, nil
 }
 
+// close ends the queue's use of its DB, when the DB closes: it stores
+// the queue state first (see saveState), then wakes and refuses every
+// call.
 func (c *core) close() {
+	c.saveState()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.closed {
@@ -208,10 +210,36 @@ func (c *core) close() {
 	}
 }
 
+// saveState writes the queue-state key if messages were enqueued since it
+// last counted them, so that the next Open walks none of them. Enqueues do
+// not write it (see "Head, tail and crash consistency" in the package
+// doc), so after a crash instead of a Close, Open walks the messages
+// enqueued since the last consume. A failure is logged: the next Open
+// walks those messages, and counts them right.
+func (c *core) saveState() {
+	if c.sm != nil {
+		return // a shared engine's reads keep no count
+	}
+	c.mu.Lock()
+	due := c.loaded && !c.closed && (c.watermark > c.last.countTo || c.next > c.last.tail)
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	err := link.Write(c.db, func(tx *storage.Tx) error {
+		c.writeState(tx, nil)
+		return nil
+	})
+	if err != nil {
+		c.log.LogAttrs(context.Background(), slog.LevelWarn, "tipkv: queue state not stored at close; the next Open walks the messages enqueued since",
+			slog.String("queue", c.name), slog.Any("error", err))
+	}
+}
+
 // load reads the queue-state key and finds the rest with a few seeks: the
 // oldest live message, and the messages at or after the stored count's
-// end, which it counts (those enqueued since the last state write: at
-// most about stateEvery, more after a crash in a burst of enqueues). A
+// end, which it counts (none after a clean close, which stores the state;
+// after a crash, those enqueued since the last consume). A
 // state without a count (written before counts existed) makes it walk and
 // count every live message from the head, once. It also counts the dead
 // letters. It runs on the first Open of the queue in a DB.
@@ -318,42 +346,21 @@ func (c *core) now() (time.Time, error) {
 	return now, nil
 }
 
-// stateEvery is how far the stored count may fall behind the enqueues
-// before an enqueue writes the state key too, in sequence numbers: the
-// most the next load has to walk, after a clean close, is about this many
-// messages (plus the enqueues in flight). An enqueue that writes it takes
-// the DB's state lock (see shared.stateMu), so one in about stateEvery
-// messages pays for it.
-const stateEvery = 1024
-
-// alloc takes n sequence numbers for an enqueue. due says the enqueue
-// should write the queue state as well; then the caller must call
-// stateDone if the write aborts.
-func (c *core) alloc(n int) (b *block, due bool, err error) {
+// alloc takes n sequence numbers for an enqueue.
+func (c *core) alloc(n int) (b *block, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, false, tipkv.ErrClosed
+		return nil, tipkv.ErrClosed
 	}
 	if c.next+int64(n) >= maxSeq {
-		return nil, false, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
+		return nil, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
 	}
 	b = blockPool.Get().(*block)
 	b.start, b.n, b.state, b.c = c.next, int64(n), blockInFlight, c
 	c.next += int64(n)
 	c.blocks = append(c.blocks, b)
-	if !c.stateDue && c.watermark-c.last.countTo >= stateEvery {
-		c.stateDue, due = true, true
-	}
-	return b, due, nil
-}
-
-// stateDone says that an enqueue chosen by alloc to write the state has
-// written it or will not.
-func (c *core) stateDone() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.stateDue = false
+	return b, nil
 }
 
 // resolve records that b's enqueue committed (its commit returned, the

@@ -109,11 +109,10 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			tx.OnCommit(c.notifyLocal)
 			first = start
 		} else {
-			b, _, err := c.alloc(len(items))
+			b, err := c.alloc(len(items))
 			if err != nil {
 				return err
 			}
-			c.stateDone() // a requeue leaves the state to the next enqueue
 			tx.OnCommit(func() { c.resolve(b, true) })
 			tx.OnAbort(func() { c.resolve(b, false) })
 			first = b.start

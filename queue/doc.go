@@ -182,14 +182,22 @@
 // live message from the head, as every Open used to; the next consume
 // writes a count.
 //
-// Enqueues do not write the state key, except one in about 1,024
-// messages (stateEvery), which keeps the stored count close enough behind
-// the tail that Open walks at most about that many messages (more after a
-// crash in the middle of a burst of enqueues). Writing it in every enqueue
-// would put every enqueue of the DB under the state lock: measured with 8
-// producers, that made enqueues 1.4-1.8x slower without sync and 1.1-1.3x
-// slower with it (BenchmarkEnqueueState). The tail after a restart is
-// max(stored tail, last message + 1, last dead letter + 1).
+// Enqueues do not write the state key; DB.Close does, for every queue
+// with messages enqueued since it was stored, so after a clean close Open
+// walks none. After a crash, Open walks and counts the messages enqueued
+// since the last consume (about 1 µs a message: a queue that was only
+// ever filled, a million messages deep, takes about a second to open
+// after a crash). Two costs keep enqueues away from it. Writing it in
+// every enqueue would put every enqueue of the DB under the state lock:
+// measured with 8 producers, that made enqueues 1.4-1.8x slower without
+// sync and 1.1-1.3x slower with it (BenchmarkEnqueueState). And writing it
+// even once in 1,024 messages, as tipkv did before, put a key far from
+// the messages into every table Pebble flushed, so no table could be moved
+// down the tree whole: while a queue filled, Pebble rewrote every message
+// in compactions, and filling it took about 2.6 times the CPU it takes
+// without them (BENCHMARKS.md, "The queue-state key and compactions").
+// The tail after a restart is max(stored tail, last message + 1, last
+// dead letter + 1).
 //
 // # Deletes
 //

@@ -70,7 +70,8 @@ type Queue[T any] struct {
 // on disk until the first Enqueue. On Pebble, the first Open of a queue in
 // a DB loads its state: a read of its state key, a seek to its oldest
 // message, a walk over the messages enqueued since the state key last
-// counted them (at most about 1,024 after a clean close), and a walk over
+// counted them (none after a clean DB.Close; after a crash, those enqueued
+// since the last consume), and a walk over
 // its dead letters; a queue last written by a version without counts is
 // walked in full, once. On a shared engine it reads nothing.
 func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error) {
@@ -277,16 +278,13 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			})
 			first = start
 		} else {
-			b, due, err := q.c.alloc(len(items))
+			b, err := q.c.alloc(len(items))
 			if err != nil {
 				return err
 			}
 			tx.OnCommit(b.commitFn)
 			tx.OnAbort(b.abortFn)
-			if due {
-				tx.OnAbort(q.c.stateDone)
-			}
-			if due || enqueueWritesState {
+			if enqueueWritesState {
 				q.c.writeState(tx, nil)
 			}
 			first = b.start
@@ -315,9 +313,9 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 }
 
 // enqueueWritesState makes every enqueue write the queue-state key too.
-// Only one in about stateEvery messages does (see "Head, tail and crash
-// consistency" in the package doc): a variable only so that
-// BenchmarkEnqueueState can measure what every one would cost.
+// None does (see "Head, tail and crash consistency" in the package doc): a
+// variable only so that BenchmarkEnqueueState can measure what that would
+// cost.
 var enqueueWritesState = false
 
 // encodeBuf holds encoded items until the batch has copied them; pooled,

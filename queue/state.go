@@ -189,5 +189,4 @@ func (c *core) stored(st state, enq int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.last, c.lastEnqueued = st, enq
-	c.stateDue = false
 }
