@@ -474,7 +474,12 @@ func BenchmarkQueueOpen(b *testing.B) {
 				qbEnqueue(b, db, q, live)
 			}
 			want := q.Len()
+			require.NoError(b, db.Close()) // stores the queue's state
 			if variant == "legacy" {
+				// Rewritten as a version without counts wrote it, with no
+				// queue open (whose Close would store a count again).
+				db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true})
+				require.NoError(b, err)
 				st := storedQueueState(b, db, "bench")
 				require.NoError(b, db.Update(func(batch *tipkv.Batch) error {
 					return link.Write(batch, func(tx *storage.Tx) error {
@@ -482,8 +487,8 @@ func BenchmarkQueueOpen(b *testing.B) {
 							queuefmt.AppendState(nil, queuefmt.State{Head: st.Head, Tail: st.Tail}))
 					})
 				}))
+				require.NoError(b, db.Close())
 			}
-			require.NoError(b, db.Close())
 			var total, first time.Duration
 			b.ResetTimer()
 			for range b.N {
