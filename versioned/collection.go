@@ -42,10 +42,11 @@ type Options[T any] struct {
 	// the latest version first (one prefix seek). Each entry costs about
 	// 410 bytes of Go heap with a 16-byte id (measured by
 	// TestVersionCacheEntryCost), up to twice CacheEntries entries of it
-	// in all (the cache keeps two generations), plus 8 to 16 bytes per
-	// entry for the table Latest reads it through without a lock. The cache grows to the
-	// largest value any handle of the DB asks for and never shrinks. The
-	// default is 65,536.
+	// in all (the cache keeps two generations), plus the table Latest
+	// reads it through without a lock: 64 bytes per entry of
+	// CacheEntries, rounded up to a power of two (4 MiB at the default).
+	// The cache grows to the largest value any handle of the DB asks for
+	// and never shrinks. The default is 65,536.
 	CacheEntries int
 
 	// TTL, when above zero, gives every version this handle writes a time

@@ -1,6 +1,9 @@
 package versioned
 
 import (
+	"fmt"
+	"hash/maphash"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,4 +52,79 @@ func TestLatestBetweenApplyAndRelease(t *testing.T) {
 	d, err = c.Latest("a")
 	require.NoError(t, err)
 	require.Equal(t, int64(4), d.Version)
+}
+
+// A slot holds a key of up to hintKeyMax bytes; a lookup finds it only by
+// that exact key (not a key one byte longer with a zero, nor one that
+// differs in its last byte), and finds it unknown while a Tx would hold
+// it. A longer key goes through the table of entries, made at the first.
+func TestHintSlots(t *testing.T) {
+	h := &hints{seed: maphash.MakeSeed()}
+	h.size(64)
+	for n := 1; n <= hintKeyMax+9; n++ {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = byte(i*7 + n)
+		}
+		if n%3 == 0 {
+			key[n-1] = 0 // a trailing zero, as the zero padding
+		}
+		e := &docEntry{key: string(key), state: docState{latest: int64(n), latestKnown: true, deleted: n%2 == 0}}
+		h.publish(e)
+		latest, deleted, found, ok := h.lookup(key)
+		require.True(t, found && ok, "length %d", n)
+		require.Equal(t, int64(n), latest)
+		require.Equal(t, n%2 == 0, deleted)
+		if n <= hintKeyMax {
+			require.Nil(t, h.long.Load(), "no table of entries before a long key")
+		} else {
+			require.NotNil(t, h.long.Load())
+		}
+
+		other := slices.Clone(key)
+		other[n-1]++
+		_, _, found, _ = h.lookup(other)
+		require.False(t, found, "length %d: another key", n)
+		_, _, found, _ = h.lookup(append(slices.Clone(key), 0))
+		require.False(t, found, "length %d: a longer key", n)
+
+		h.unpublish(e) // a Tx takes the lock
+		_, _, found, ok = h.lookup(key)
+		require.True(t, found, "length %d", n)
+		require.False(t, ok, "length %d: unknown while held", n)
+		e.state.latest++
+		h.publish(e)
+		latest, _, _, ok = h.lookup(key)
+		require.True(t, ok)
+		require.Equal(t, int64(n+1), latest)
+
+		h.retire(e)
+		_, _, found, _ = h.lookup(key)
+		require.False(t, found, "length %d: retired", n)
+	}
+}
+
+// A slot another key took back is left alone when the first key's entry
+// is locked or retired.
+func TestHintSlotTakenByAnotherKey(t *testing.T) {
+	h := &hints{seed: maphash.MakeSeed()}
+	h.size(64)
+	slots := *h.slots.Load()
+	a := &docEntry{key: "a", state: docState{latest: 3, latestKnown: true}}
+	var b *docEntry
+	for i := 0; b == nil; i++ {
+		k := fmt.Sprint("b", i)
+		if h.index(k, len(slots)) == h.index(a.key, len(slots)) {
+			b = &docEntry{key: k, state: docState{latest: 7, latestKnown: true}}
+		}
+	}
+	h.publish(a)
+	h.publish(b)
+	_, _, found, _ := h.lookup([]byte(a.key))
+	require.False(t, found, "b took the slot")
+	h.unpublish(a)
+	h.retire(a)
+	latest, _, found, ok := h.lookup([]byte(b.key))
+	require.True(t, found && ok)
+	require.Equal(t, int64(7), latest)
 }

@@ -3,6 +3,7 @@ package versioned_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,17 @@ import (
 // entries leave and come back) while readers read each document's latest
 // version with a seek (AsOf of the greatest version: the store) and then
 // with Latest: Latest may be newer, never older.
+// Ids short enough for their key to sit in a slot of the table, and ids
+// too long for it (read through the entry), both.
 func TestLatestFromHintsNeverOlderThanTheStore(t *testing.T) {
+	for _, prefix := range []string{"d", strings.Repeat("long-", 12)} {
+		t.Run(map[bool]string{true: "key-in-slot", false: "key-too-long"}[len(prefix) < 10], func(t *testing.T) {
+			testLatestFromHints(t, prefix)
+		})
+	}
+}
+
+func testLatestFromHints(t *testing.T, prefix string) {
 	defer versioned.SetCacheEntries(8)()
 	db, users := openUsers(t)
 	const docs = 24
@@ -32,7 +43,7 @@ func TestLatestFromHintsNeverOlderThanTheStore(t *testing.T) {
 			defer writers.Done()
 			for r := range rounds {
 				for i := range docs {
-					if _, err := users.Put(db, fmt.Sprint("d", i), user{Age: g*1000 + r}); err != nil {
+					if _, err := users.Put(db, fmt.Sprint(prefix, i), user{Age: g*1000 + r}); err != nil {
 						t.Error(err)
 						return
 					}
@@ -47,7 +58,7 @@ func TestLatestFromHintsNeverOlderThanTheStore(t *testing.T) {
 			defer readers.Done()
 			for !stop.Load() {
 				for i := range docs {
-					id := fmt.Sprint("d", i)
+					id := fmt.Sprint(prefix, i)
 					seen, err := users.AsOf(id, math.MaxInt64)
 					if err != nil {
 						continue // not written yet

@@ -303,7 +303,7 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 	for e.holder != t {
 		if e.holder == nil {
 			e.holder = t
-			e.pub.Store(0) // before the Tx can apply anything (see hints)
+			w.cache.hints.unpublish(e) // before the Tx can apply anything (see hints)
 			e.tx = e.state
 			e.base, e.baseKnown, e.dropped, e.dropping = e.state.latest, e.state.latestKnown, false, false
 			t.held = append(t.held, e)
