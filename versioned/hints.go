@@ -79,9 +79,19 @@ func encodePub(s *docState) uint64 {
 	return p
 }
 
-// size makes the table hold about n entries (a power of two >= n). Called
-// with writer.mu held; the old table's keys are published again as their
-// entries are released.
+// fit doubles the table when the cache holds more entries than it has
+// slots, up to limit slots (the cache's capacity): a DB that remembers few
+// documents keeps a small table. Called with writer.mu held.
+func (h *hints) fit(entries, limit int) {
+	if n := len(*h.slots.Load()); entries > n && n < limit {
+		h.size(min(2*n, limit))
+	}
+}
+
+// size makes the table hold about n entries (a power of two >= n, 64 at
+// least). Called with writer.mu held; the old table's keys are published
+// again as their entries are released or read under the mutex
+// (writer.knownLocked).
 func (h *hints) size(n int) {
 	n = max(n, 64)
 	if s := h.slots.Load(); s != nil && len(*s) >= n {

@@ -128,3 +128,43 @@ func TestHintSlotTakenByAnotherKey(t *testing.T) {
 	require.True(t, found && ok)
 	require.Equal(t, int64(7), latest)
 }
+
+// The hints table starts small and doubles as the version cache fills, up
+// to the cache's capacity; a document published before the table grew is
+// put back in its slot by the first Latest that finds it under the mutex.
+func TestHintsTableGrowsWithTheCache(t *testing.T) {
+	defer func(n int) { cacheEntries = n }(cacheEntries)
+	cacheEntries = 3000
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
+	require.NoError(t, err)
+	defer db.Close()
+	c, err := NewCollection(db, "docs", &Options[string]{Codec: codec.String{}})
+	require.NoError(t, err)
+	slots := func() int { return len(*c.w.cache.hints.slots.Load()) }
+	require.Equal(t, 64, slots(), "a DB that remembers nothing yet")
+
+	first := c.docPrefix(nil, "doc-0")
+	_, err = c.Put(db, "doc-0", "v")
+	require.NoError(t, err)
+	_, _, found, ok := c.w.cache.hints.lookup(first)
+	require.True(t, found && ok)
+	for i := 1; i < 1000; i++ {
+		_, err := c.Put(db, fmt.Sprint("doc-", i), "v")
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1024, slots(), "doubled to hold 1,000 entries")
+	_, _, found, _ = c.w.cache.hints.lookup(first)
+	require.False(t, found, "published in a smaller table")
+	d, err := c.Latest("doc-0")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), d.Version)
+	latest, _, found, ok := c.w.cache.hints.lookup(first)
+	require.True(t, found && ok, "back in its slot")
+	require.Equal(t, int64(1), latest)
+
+	for i := 1000; i < 10_000; i++ {
+		_, err := c.Put(db, fmt.Sprint("doc-", i), "v")
+		require.NoError(t, err)
+	}
+	require.Equal(t, 4096, slots(), "no more than the cache holds (3,000, rounded up)")
+}

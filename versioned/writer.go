@@ -196,7 +196,7 @@ type versionCache struct {
 func newVersionCache(size int) versionCache {
 	half := max(size/2, 1)
 	h := &hints{seed: maphash.MakeSeed()}
-	h.size(2 * half)
+	h.size(0) // grows with the entries (see entry)
 	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half, hints: h}
 }
 
@@ -209,6 +209,7 @@ func (c *versionCache) entry(k []byte) *docEntry {
 	e, ok := c.old[string(k)]
 	if !ok {
 		e = &docEntry{key: string(k)}
+		c.hints.fit(len(c.cur)+len(c.old)+1, 2*c.half)
 	}
 	if len(c.cur) >= c.half {
 		c.old, c.cur = c.cur, c.old
@@ -519,7 +520,6 @@ func (t *txWrites) committed() {
 func (w *writer) grow(n int) {
 	w.mu.Lock()
 	w.cache.half = max(w.cache.half, (n+1)/2)
-	w.cache.hints.size(2 * w.cache.half)
 	w.mu.Unlock()
 }
 
@@ -528,7 +528,9 @@ func (w *writer) grow(n int) {
 // holds the document (ok). On an exclusive engine that is the store's
 // latest version: an entry's state changes only when a Tx holding it is
 // applied. Latest asks the hints first (see hints), without the mutex,
-// and this only for a document they do not hold.
+// and this only for a document they do not hold; the entry found here
+// goes back to its slot (another key took it, or the table grew), so a
+// document read often is read without the mutex again.
 func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	w.mu.Lock()
 	e, found := w.cache.cur[string(prefix)]
@@ -537,6 +539,9 @@ func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	}
 	if found && e.holder == nil && e.state.latestKnown {
 		latest, deleted, ok = e.state.latest, e.state.deleted, true
+		if !w.shared {
+			w.cache.hints.publish(e)
+		}
 	}
 	w.mu.Unlock()
 	return latest, deleted, ok
