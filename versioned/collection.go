@@ -43,9 +43,9 @@ type Options[T any] struct {
 	// 410 bytes of Go heap with a 16-byte id (measured by
 	// TestVersionCacheEntryCost), up to twice CacheEntries entries of it
 	// in all (the cache keeps two generations), plus the table Latest
-	// reads it through without a lock: 64 bytes a slot, as many slots as
-	// entries remembered, up to CacheEntries rounded up to a power of two
-	// (4 MiB at the default).
+	// reads it through without a lock: 64 bytes a slot, 8 slots per entry
+	// remembered while it grows, up to CacheEntries slots rounded up to a
+	// power of two (4 MiB at the default, reached at 8,192 entries).
 	// The cache grows to the largest value any handle of the DB asks for
 	// and never shrinks. The default is 65,536.
 	CacheEntries int

@@ -79,13 +79,24 @@ func encodePub(s *docState) uint64 {
 	return p
 }
 
-// fit doubles the table when the cache holds more entries than it has
-// slots, up to limit slots (the cache's capacity): a DB that remembers few
-// documents keeps a small table. Called with writer.mu held.
+// hintSlotsPerEntry is how many slots the table keeps per entry of the
+// cache while it grows: a direct-mapped table shares a slot between two of
+// n keys in about n/slots of them, and two hot keys sharing one read
+// through the mutex.
+const hintSlotsPerEntry = 8
+
+// fit doubles the table while it has fewer than hintSlotsPerEntry slots per
+// entry of the cache, up to limit slots (the cache's capacity): a DB that
+// remembers few documents keeps a small table. Called with writer.mu held.
 func (h *hints) fit(entries, limit int) {
-	if n := len(*h.slots.Load()); entries > n && n < limit {
-		h.size(min(2*n, limit))
+	n := len(*h.slots.Load())
+	if n >= limit || entries*hintSlotsPerEntry <= n {
+		return
 	}
+	for n < limit && entries*hintSlotsPerEntry > n {
+		n *= 2
+	}
+	h.size(min(n, limit))
 }
 
 // size makes the table hold about n entries (a power of two >= n, 64 at
@@ -132,6 +143,24 @@ func (h *hints) publish(e *docEntry) {
 		h.long.Store(lp)
 	}
 	(*lp)[i].Store(e)
+}
+
+// adopt puts e, known and not held by a Tx, in its slot if the slot is
+// free: a document published before the table grew finds a slot again,
+// while two keys that share one do not take it from each other at every
+// read. Called with writer.mu held.
+func (h *hints) adopt(e *docEntry) {
+	slots := *h.slots.Load()
+	i := h.index(e.key, len(slots))
+	if len(e.key) <= hintKeyMax {
+		if slots[i].seq.Load()>>1&0x7f == 0 {
+			h.publish(e)
+		}
+		return
+	}
+	if lp := h.long.Load(); lp == nil || (*lp)[i].Load() == nil {
+		h.publish(e)
+	}
 }
 
 // unpublish marks e unknown (a Tx takes its lock), and its slot if it

@@ -122,6 +122,7 @@ func TestHintSlotTakenByAnotherKey(t *testing.T) {
 	h.publish(b)
 	_, _, found, _ := h.lookup([]byte(a.key))
 	require.False(t, found, "b took the slot")
+	h.adopt(a) // a read of a under the mutex does not take b's slot
 	h.unpublish(a)
 	h.retire(a)
 	latest, _, found, ok := h.lookup([]byte(b.key))
@@ -129,42 +130,47 @@ func TestHintSlotTakenByAnotherKey(t *testing.T) {
 	require.Equal(t, int64(7), latest)
 }
 
-// The hints table starts small and doubles as the version cache fills, up
-// to the cache's capacity; a document published before the table grew is
-// put back in its slot by the first Latest that finds it under the mutex.
+// The hints table starts small and doubles as the version cache fills
+// (hintSlotsPerEntry slots an entry), up to the cache's capacity; a
+// document published before the table grew is put back in its slot, if
+// free, by the first Latest that finds it under the mutex.
 func TestHintsTableGrowsWithTheCache(t *testing.T) {
 	defer func(n int) { cacheEntries = n }(cacheEntries)
-	cacheEntries = 3000
+	cacheEntries = 20_000
 	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
 	require.NoError(t, err)
 	defer db.Close()
 	c, err := NewCollection(db, "docs", &Options[string]{Codec: codec.String{}})
 	require.NoError(t, err)
-	slots := func() int { return len(*c.w.cache.hints.slots.Load()) }
+	h := c.w.cache.hints
+	slots := func() int { return len(*h.slots.Load()) }
 	require.Equal(t, 64, slots(), "a DB that remembers nothing yet")
 
-	first := c.docPrefix(nil, "doc-0")
-	_, err = c.Put(db, "doc-0", "v")
-	require.NoError(t, err)
-	_, _, found, ok := c.w.cache.hints.lookup(first)
-	require.True(t, found && ok)
-	for i := 1; i < 1000; i++ {
+	for i := range 1000 {
 		_, err := c.Put(db, fmt.Sprint("doc-", i), "v")
 		require.NoError(t, err)
 	}
-	require.Equal(t, 1024, slots(), "doubled to hold 1,000 entries")
-	_, _, found, _ = c.w.cache.hints.lookup(first)
-	require.False(t, found, "published in a smaller table")
-	d, err := c.Latest("doc-0")
-	require.NoError(t, err)
-	require.Equal(t, int64(1), d.Version)
-	latest, _, found, ok := c.w.cache.hints.lookup(first)
-	require.True(t, found && ok, "back in its slot")
-	require.Equal(t, int64(1), latest)
+	require.Equal(t, 8192, slots(), "8 slots for each of 1,000 entries, rounded up")
+	readmitted := 0
+	for i := range 1000 {
+		prefix := c.docPrefix(nil, fmt.Sprint("doc-", i))
+		s := &(*h.slots.Load())[h.index(string(prefix), slots())]
+		if _, _, found, _ := h.lookup(prefix); found || s.seq.Load()>>1&0x7f != 0 {
+			continue // published in this table, or its slot is taken
+		}
+		d, err := c.Latest(fmt.Sprint("doc-", i))
+		require.NoError(t, err)
+		require.Equal(t, int64(1), d.Version)
+		latest, _, found, ok := h.lookup(prefix)
+		require.True(t, found && ok, "doc-%d back in its slot", i)
+		require.Equal(t, int64(1), latest)
+		readmitted++
+	}
+	require.Positive(t, readmitted, "documents published in a smaller table")
 
 	for i := 1000; i < 10_000; i++ {
 		_, err := c.Put(db, fmt.Sprint("doc-", i), "v")
 		require.NoError(t, err)
 	}
-	require.Equal(t, 4096, slots(), "no more than the cache holds (3,000, rounded up)")
+	require.Equal(t, 32768, slots(), "no more than the cache holds (20,000, rounded up)")
 }

@@ -529,8 +529,8 @@ func (w *writer) grow(n int) {
 // latest version: an entry's state changes only when a Tx holding it is
 // applied. Latest asks the hints first (see hints), without the mutex,
 // and this only for a document they do not hold; the entry found here
-// goes back to its slot (another key took it, or the table grew), so a
-// document read often is read without the mutex again.
+// goes back to its slot if the slot is free (the table grew since it was
+// published), so a document read often is read without the mutex again.
 func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	w.mu.Lock()
 	e, found := w.cache.cur[string(prefix)]
@@ -540,7 +540,7 @@ func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	if found && e.holder == nil && e.state.latestKnown {
 		latest, deleted, ok = e.state.latest, e.state.deleted, true
 		if !w.shared {
-			w.cache.hints.publish(e)
+			w.cache.hints.adopt(e)
 		}
 	}
 	w.mu.Unlock()
