@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -301,7 +302,11 @@ func onStoreCall() bool {
 	}
 }
 
-const pkgPath = "github.com/tipkv/tipkv/internal/storage/pebblestore"
+// pkgPath is this package's import path, read from one of its types so
+// that moving the package cannot silently turn the check above off (a
+// stale literal would match no frame, and every fatal error on a store
+// call would hang the caller instead of unwinding it).
+var pkgPath = reflect.TypeFor[Store]().PkgPath()
 
 // readOnlyLockFS lets a read-only open go on without the directory lock
 // when the file system is read-only (EROFS): Pebble creates LOCK to take
