@@ -6,7 +6,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // Writer is where a write goes: a *DB commits it alone, at once; a *Batch
@@ -28,7 +29,7 @@ func (*Batch) writer() {}
 // the goroutine running it; it is not safe for concurrent use.
 type Batch struct {
 	db   *DB
-	tx   *storage.Tx // nil once the Update returned: the Tx is recycled
+	tx   *link.Tx // nil once the Update returned: the Tx is recycled
 	done bool
 }
 
@@ -66,7 +67,7 @@ func (db *DB) commit(fn func(*Batch) error) error {
 	}
 	for attempt := 0; ; attempt++ {
 		err := db.try(fn)
-		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+		if err == nil || !errors.Is(err, engine.ErrConditionFailed) {
 			return err
 		}
 		if again, err := db.retry(attempt, err); !again {
@@ -96,7 +97,7 @@ func backoff(attempt int) time.Duration {
 // Tx and the store's batch are recycled: an Update allocates its Batch
 // only.
 func (db *DB) try(fn func(*Batch) error) (err error) {
-	tx := storage.NewTx(db.store.NewBatch(), db)
+	tx := link.NewTx(db.store.NewBatch(), db)
 	b := &Batch{db: db, tx: tx}
 	committed := false
 	defer func() {
@@ -129,7 +130,7 @@ func (db *DB) runUpdateFn(fn func(*Batch) error, b *Batch) error {
 }
 
 // begin is link.Begin: the Tx a package's write on w runs in.
-func begin(w any) (*storage.Tx, bool, error) {
+func begin(w any) (*link.Tx, bool, error) {
 	switch w := w.(type) {
 	case *Batch:
 		if w == nil {
@@ -146,13 +147,13 @@ func begin(w any) (*storage.Tx, bool, error) {
 		if w.opts.ReadOnly {
 			return nil, false, fmt.Errorf("%w: update: the DB is read-only", ErrInvalid)
 		}
-		return storage.NewTx(w.store.NewBatch(), w), true, nil
+		return link.NewTx(w.store.NewBatch(), w), true, nil
 	}
 	return nil, false, fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", ErrInvalid, w)
 }
 
 // end is link.End: it ends a Tx that begin made for a *DB.
-func end(w any, tx *storage.Tx, err error, panicked bool, attempt int, once bool) (bool, error) {
+func end(w any, tx *link.Tx, err error, panicked bool, attempt int, once bool) (bool, error) {
 	db := w.(*DB)
 	committed := false
 	func() {
@@ -169,7 +170,7 @@ func end(w any, tx *storage.Tx, err error, panicked bool, attempt int, once bool
 		committed = true
 		err = tx.Commit(!db.opts.NoSync)
 	}()
-	if once || err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+	if once || err == nil || !errors.Is(err, engine.ErrConditionFailed) {
 		return false, err
 	}
 	return db.retry(attempt, err)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/versioned"
 )
 

@@ -16,9 +16,8 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -94,7 +93,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			head++
-			err := link.Write(db2, func(tx *storage.Tx) error {
+			err := link.Write(db2, func(tx *link.Tx) error {
 				if err := tx.Batch.Delete(key); err != nil {
 					return err
 				}
@@ -182,7 +181,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 			if err := it.Close(); err != nil || i != n {
 				b.Fatalf("read %d, %v", i, err)
 			}
-			err = link.Write(db2, func(tx *storage.Tx) error {
+			err = link.Write(db2, func(tx *link.Tx) error {
 				for i, k := range keys {
 					if err := tx.Batch.Set(k, vals[i]); err != nil {
 						return err
@@ -194,7 +193,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			head += n
-			err = link.Write(db2, func(tx *storage.Tx) error {
+			err = link.Write(db2, func(tx *link.Tx) error {
 				for _, k := range keys {
 					if err := tx.Batch.Delete(k); err != nil {
 						return err
@@ -289,7 +288,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		var key, rkey []byte
 		op := func() {
 			err := db.Update(func(batch *tipkv.Batch) error {
-				return link.Write(batch, func(tx *storage.Tx) error {
+				return link.Write(batch, func(tx *link.Tx) error {
 					key = qbKey(key[:0], seq)
 					seq++
 					return tx.Batch.Set(key, val)
@@ -313,7 +312,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 			}
 		}, func() {
 			err := db2.Update(func(batch *tipkv.Batch) error {
-				return link.Write(batch, func(tx *storage.Tx) error {
+				return link.Write(batch, func(tx *link.Tx) error {
 					key = qbKey(key[:0], seq)
 					seq++
 					return tx.Batch.Set(key, val)
@@ -482,7 +481,7 @@ func BenchmarkQueueOpen(b *testing.B) {
 				require.NoError(b, err)
 				st := storedQueueState(b, db, "bench")
 				require.NoError(b, db.Update(func(batch *tipkv.Batch) error {
-					return link.Write(batch, func(tx *storage.Tx) error {
+					return link.Write(batch, func(tx *link.Tx) error {
 						return tx.Batch.Set(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench"),
 							queuefmt.AppendState(nil, queuefmt.State{Head: st.Head, Tail: st.Tail}))
 					})

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -356,7 +356,7 @@ func BenchmarkVersions(b *testing.B) {
 }
 
 // vbStoreGetOp is vbHotGetOp through tipkv's storage seam on tipkv's DB:
-// storage.GetAppend into a reused buffer, then the codec's copy.
+// engine.GetAppend into a reused buffer, then the codec's copy.
 func vbStoreGetOp(b *testing.B, d *vbData) func(int) {
 	s, err := link.Store(d.db)
 	require.NoError(b, err)
@@ -369,7 +369,7 @@ func vbStoreGetOp(b *testing.B, d *vbData) func(int) {
 	return func(i int) {
 		k := keys[i%len(keys)]
 		var err error
-		buf, err = storage.GetAppend(s, buf[:0], k)
+		buf, err = engine.GetAppend(s, buf[:0], k)
 		if err != nil {
 			b.Fatal(err)
 		}

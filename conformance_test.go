@@ -6,16 +6,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/conformance"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
+	"github.com/tipkv/tipkv/tipkvtest"
 )
 
 // The conformance suite on Pebble, as users run it: one exclusive DB per
 // store, reopened from its directory.
 func TestConformancePebble(t *testing.T) {
-	conformance.Run(t, conformance.Backend{
+	tipkvtest.Run(t, tipkvtest.Backend{
 		Name: "pebble",
 		Open: func(t testing.TB, opts *tipkv.Options) *tipkv.DB {
 			dir := t.TempDir()
@@ -65,7 +65,7 @@ func TestConformanceShared(t *testing.T) {
 				t.Cleanup(func() { _ = db.Close() })
 				return db
 			}
-			conformance.Run(t, conformance.Backend{
+			tipkvtest.Run(t, tipkvtest.Backend{
 				Name: "shared-" + so.name,
 				Open: func(t testing.TB, opts *tipkv.Options) *tipkv.DB {
 					ps, err := pebblestore.Open("shared", pebblestore.Config{InMemory: true, CacheSize: 16 << 20, FormatVersion: tipkv.FormatVersion})

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 )
 
 // FormatVersion is the store format this version of tipkv writes and reads.
@@ -33,7 +33,7 @@ type Options struct {
 	// default is false.
 	InMemory bool
 
-	// NoSync makes writes return before they reach stable storage. A crash
+	// NoSync makes writes return before they reach stable engine. A crash
 	// (of the machine, or of the process with NoSync) can then lose the
 	// most recent writes, though never part of a batch and never an earlier
 	// write while a later one survives: the store reopens consistent. The
@@ -114,8 +114,8 @@ func (o *Options) withDefaults() Options {
 type DB struct {
 	dir      string
 	opts     Options
-	store    storage.Store
-	caps     storage.Caps
+	store    engine.Store
+	caps     engine.Caps
 	legacy   bool // values use Go field names (a store created at format 1)
 	services link.Registry
 }
@@ -162,7 +162,7 @@ func open(dir string, cfg pebblestore.Config, o Options) (*DB, error) {
 // newDB wraps an open store: it checks (and on a new store writes, on an
 // older one upgrades) the format key. m describes the directory's marker
 // file; engines without a directory pass the zero marker.
-func newDB(s storage.Store, name string, o Options, m pebblestore.Marker) (*DB, error) { // m: the zero Marker for engines without a directory
+func newDB(s engine.Store, name string, o Options, m pebblestore.Marker) (*DB, error) { // m: the zero Marker for engines without a directory
 	db := &DB{dir: name, opts: o, store: s, caps: s.Caps()}
 	if err := db.checkFormat(m); err != nil {
 		return nil, err
@@ -191,7 +191,7 @@ func metaKey(name string) []byte {
 func (db *DB) checkFormat(m pebblestore.Marker) error {
 	v, err := db.store.Get(formatKey)
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		if m.Exists && !m.Creating {
 			return fmt.Errorf("%w: %s has lost its data: its marker file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.dir)
 		}
@@ -211,7 +211,7 @@ func (db *DB) checkFormat(m pebblestore.Marker) error {
 	}
 	names, err := db.store.Get(namesKey)
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		names = []byte("go") // format 1
 	case err != nil:
 		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
@@ -261,8 +261,8 @@ func (db *DB) Close() error {
 func (db *DB) Dir() string { return db.dir }
 
 // admin returns the store's maintenance interface, or an error.
-func (db *DB) admin() (storage.Admin, error) {
-	a, ok := db.store.(storage.Admin)
+func (db *DB) admin() (engine.Admin, error) {
+	a, ok := db.store.(engine.Admin)
 	if !ok {
 		return nil, fmt.Errorf("%w: this storage engine has no maintenance calls", ErrInvalid)
 	}
@@ -316,9 +316,9 @@ func (db *DB) DiskUsage() uint64 {
 // cannot checkpoint (etcd, SQL: back those up with their own tools), is
 // ErrInvalid, naming the engine.
 func (db *DB) Checkpoint(dir string) error {
-	c, ok := db.store.(storage.Checkpointer)
+	c, ok := db.store.(engine.Checkpointer)
 	if !ok {
-		return fmt.Errorf("%w: checkpoint: the %s engine has no checkpoint; back it up with its own tools", ErrInvalid, storage.EngineName(db.store))
+		return fmt.Errorf("%w: checkpoint: the %s engine has no checkpoint; back it up with its own tools", ErrInvalid, engine.EngineName(db.store))
 	}
 	return c.Checkpoint(dir)
 }
@@ -332,7 +332,7 @@ func dbOf(db any) (*DB, error) {
 }
 
 func init() {
-	link.Store = func(db any) (storage.Store, error) {
+	link.Store = func(db any) (engine.Store, error) {
 		d, err := dbOf(db)
 		if err != nil {
 			return nil, err
@@ -365,11 +365,11 @@ func init() {
 		d, err := dbOf(db)
 		return err == nil && d.legacy
 	}
-	link.Reader = func(r any) (storage.Reader, any, error) {
+	link.Reader = func(r any) (engine.Reader, any, error) {
 		rd, db, err := readerOf(r)
 		return rd, db, err
 	}
-	link.NewDB = func(s storage.Store, name string, opts any) (any, error) {
+	link.NewDB = func(s engine.Store, name string, opts any) (any, error) {
 		o, _ := opts.(*Options)
 		db, err := newDB(s, name, o.withDefaults(), pebblestore.Marker{})
 		if err != nil {

@@ -9,21 +9,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
 // put writes one raw key through the Writer seam, as tipkv's packages do.
 func put(w tipkv.Writer, key, value string) error {
-	return link.Write(w, func(tx *storage.Tx) error {
+	return link.Write(w, func(tx *link.Tx) error {
 		return tx.Batch.Set([]byte(key), []byte(value))
 	})
 }
 
 // del removes one raw key through the Writer seam.
 func del(w tipkv.Writer, key string) error {
-	return link.Write(w, func(tx *storage.Tx) error { return tx.Batch.Delete([]byte(key)) })
+	return link.Write(w, func(tx *link.Tx) error { return tx.Batch.Delete([]byte(key)) })
 }
 
 func get(t *testing.T, db *tipkv.DB, key string) (string, error) {
@@ -164,7 +164,7 @@ func TestCloseDuringUse(t *testing.T) {
 				if g%2 == 0 {
 					err = put(db, "\x06k", "v")
 				} else {
-					var it storage.Iter
+					var it engine.Iter
 					it, err = s.NewIter([]byte{0x06}, []byte{0x07})
 					if err == nil {
 						for it.First(); it.Valid(); it.Next() {

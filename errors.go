@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // The errors tipkv returns, wrapped with the key, id or name that failed:
@@ -12,7 +12,7 @@ import (
 var (
 	// ErrNotFound is returned when a document, version or message does not
 	// exist.
-	ErrNotFound = storage.ErrNotFound
+	ErrNotFound = engine.ErrNotFound
 
 	// ErrConflict is returned by conditional writes (PutIf) when the current
 	// state is not the one the caller expected, and by DB.Update on a shared
@@ -23,17 +23,17 @@ var (
 	// returns on a shared engine: another process changed what the Update
 	// read. DB.Update retries it; after its last try the error matches
 	// ErrConflict too.
-	ErrConditionFailed = storage.ErrConditionFailed
+	ErrConditionFailed = engine.ErrConditionFailed
 
 	// ErrUnknownOutcome is returned when a commit was sent to a shared
 	// engine and no answer came back (a deadline, a broken connection): it
 	// may or may not have been applied. It is never retried; read back, or
 	// write with an idempotency key, to find out.
-	ErrUnknownOutcome = storage.ErrUnknownOutcome
+	ErrUnknownOutcome = engine.ErrUnknownOutcome
 
 	// ErrClosed is returned by every call on a DB after Close has begun, and
 	// by calls on handles of a closed DB.
-	ErrClosed = storage.ErrClosed
+	ErrClosed = engine.ErrClosed
 
 	// ErrCorrupt is returned when stored bytes do not decode: a key tipkv did
 	// not write, or a value that is not a valid encoding of the requested
@@ -43,16 +43,16 @@ var (
 	// ErrInvalid is returned for bad input: an empty id or name, an id or
 	// value over its limit, a version out of range, a bad query or cursor.
 	// Nothing is written.
-	ErrInvalid = storage.ErrInvalid
+	ErrInvalid = engine.ErrInvalid
 
 	// ErrFormat is returned by Open when the directory is not a tipkv store,
 	// or holds a store of a newer format than this version reads. Open
 	// changes nothing in that case.
-	ErrFormat = storage.ErrFormat
+	ErrFormat = engine.ErrFormat
 
 	// ErrLocked is returned by Open when the store is already open, in
 	// another process or in this one: Pebble locks the directory. (A store
 	// that failed on a fatal disk error keeps its lock until the process
 	// exits.)
-	ErrLocked = storage.ErrLocked
+	ErrLocked = engine.ErrLocked
 )

@@ -2,7 +2,7 @@ package tipkv
 
 import (
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 )
 
 // OpenFS opens a DB on fs, for crash tests on vfs.NewCrashableMem.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // Metrics are a DB's figures at one moment, for dashboards and alerts: the
@@ -227,8 +227,8 @@ type StreamMetrics struct {
 // collection and stream (BenchmarkMetrics), so it can be polled every few
 // seconds. On Pebble, after Close it returns ErrClosed.
 func (db *DB) Metrics() (Metrics, error) {
-	m := Metrics{Engine: storage.EngineName(db.store)}
-	if mt, ok := db.store.(storage.Meter); ok {
+	m := Metrics{Engine: engine.EngineName(db.store)}
+	if mt, ok := db.store.(engine.Meter); ok {
 		em, err := mt.EngineMetrics()
 		if err != nil {
 			return Metrics{}, err
@@ -256,7 +256,7 @@ func (db *DB) EngineReport() string {
 	return m
 }
 
-func storageMetrics(e storage.EngineMetrics) StorageMetrics {
+func storageMetrics(e engine.EngineMetrics) StorageMetrics {
 	s := StorageMetrics{
 		DiskUsage:          e.DiskUsage,
 		CacheBytes:         e.CacheBytes,

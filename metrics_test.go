@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
@@ -74,11 +74,11 @@ func TestStorageMetricsMirrorsTheEngine(t *testing.T) {
 		}
 		return out
 	}
-	require.Equal(t, names(reflect.TypeFor[storage.EngineMetrics]()), names(reflect.TypeFor[tipkv.StorageMetrics]()))
-	require.Equal(t, names(reflect.TypeFor[storage.LevelMetrics]()), names(reflect.TypeFor[tipkv.LevelMetrics]()))
+	require.Equal(t, names(reflect.TypeFor[engine.EngineMetrics]()), names(reflect.TypeFor[tipkv.StorageMetrics]()))
+	require.Equal(t, names(reflect.TypeFor[engine.LevelMetrics]()), names(reflect.TypeFor[tipkv.LevelMetrics]()))
 
 	// Every field is copied: fill the engine's with distinct values.
-	var em storage.EngineMetrics
+	var em engine.EngineMetrics
 	v := reflect.ValueOf(&em).Elem()
 	for i := range v.NumField() {
 		f := v.Field(i)
@@ -88,7 +88,7 @@ func TestStorageMetricsMirrorsTheEngine(t *testing.T) {
 		case reflect.Uint64:
 			f.SetUint(uint64(i + 1))
 		case reflect.Slice:
-			f.Set(reflect.ValueOf([]storage.LevelMetrics{{Level: 1, Sublevels: 2, Tables: 3, Bytes: 4, Score: 5}}))
+			f.Set(reflect.ValueOf([]engine.LevelMetrics{{Level: 1, Sublevels: 2, Tables: 3, Bytes: 4, Score: 5}}))
 		default:
 			t.Fatalf("field %s: kind %s not covered", v.Type().Field(i).Name, f.Kind())
 		}

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -31,7 +31,7 @@ func TestQueueStateStoredAtCloseNotByEnqueues(t *testing.T) {
 	s, err := link.Store(db)
 	require.NoError(t, err)
 	_, err = s.Get(stateKey)
-	require.ErrorIs(t, err, storage.ErrNotFound, "no enqueue writes the state key")
+	require.ErrorIs(t, err, engine.ErrNotFound, "no enqueue writes the state key")
 	require.NoError(t, db.Close())
 
 	db, err = tipkv.OpenFS("db", fs, &tipkv.Options{NoSync: true})

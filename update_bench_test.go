@@ -9,8 +9,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/queue"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -92,7 +91,7 @@ func BenchmarkUpdate(b *testing.B) {
 				}
 			default:
 				work = func(bt *tipkv.Batch) error {
-					return link.Write(bt, func(tx *storage.Tx) error {
+					return link.Write(bt, func(tx *link.Tx) error {
 						for range r.sets {
 							n++
 							if err := tx.Batch.Set(key(n), val); err != nil {

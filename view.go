@@ -3,7 +3,7 @@ package tipkv
 import (
 	"fmt"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // Snapshot is a consistent, read-only view of a DB as of the moment View
@@ -14,7 +14,7 @@ import (
 // starts, until it returns.
 type Snapshot struct {
 	db   *DB
-	snap storage.Snapshot
+	snap engine.Snapshot
 	done bool
 }
 
@@ -40,7 +40,7 @@ func (db *DB) View(fn func(*Snapshot) error) error {
 // DB returns the DB the snapshot belongs to.
 func (s *Snapshot) DB() *DB { return s.db }
 
-func readerOf(r any) (storage.Reader, *DB, error) {
+func readerOf(r any) (engine.Reader, *DB, error) {
 	switch r := r.(type) {
 	case *DB:
 		if r == nil {

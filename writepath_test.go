@@ -5,10 +5,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/faultstore"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/faultstore"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
@@ -39,7 +39,7 @@ func TestRecycledTxKeepsNoHooks(t *testing.T) {
 	db := testutil.OpenMem(t)
 	var committed, aborted int
 	hook := func(b *tipkv.Batch) error {
-		return link.Write(b, func(tx *storage.Tx) error {
+		return link.Write(b, func(tx *link.Tx) error {
 			tx.OnCommit(func() { committed++ })
 			tx.OnAbort(func() { aborted++ })
 			return tx.Batch.Set([]byte("\x06h"), []byte("v"))
@@ -70,7 +70,7 @@ func TestUpdateAllocations(t *testing.T) {
 	require.NoError(t, db.Update(empty))
 	n := testing.AllocsPerRun(200, func() { _ = db.Update(empty) })
 	require.LessOrEqual(t, n, 1.0, "allocations per empty Update")
-	noop := func(*storage.Tx) error { return nil }
+	noop := func(*link.Tx) error { return nil }
 	n = testing.AllocsPerRun(200, func() { _ = link.Write(db, noop) })
 	require.LessOrEqual(t, n, 0.0, "allocations per write on the DB")
 }
@@ -96,44 +96,44 @@ func openFaulty(t *testing.T, odds faultstore.Odds, retries int) (*tipkv.DB, *fa
 // failed condition back after one try; an unknown outcome is never run
 // again. Each failed try runs the abort hooks once.
 func TestWritePathRetries(t *testing.T) {
-	cond := func(tries, aborts *int) func(tx *storage.Tx) error {
-		return func(tx *storage.Tx) error {
+	cond := func(tries, aborts *int) func(tx *link.Tx) error {
+		return func(tx *link.Tx) error {
 			*tries++
 			tx.OnAbort(func() { *aborts++ })
-			if err := tx.Batch.Require(storage.Absent([]byte("\x06nothing"))); err != nil {
+			if err := tx.Batch.Require(engine.Absent([]byte("\x06nothing"))); err != nil {
 				return err
 			}
 			return tx.Batch.Set([]byte("\x06k"), []byte("v"))
 		}
 	}
 	db, _ := openFaulty(t, faultstore.Odds{ConditionFailed: 1}, 2)
-	paths := map[string]func(f func(*storage.Tx) error) error{
-		"update": func(f func(*storage.Tx) error) error {
+	paths := map[string]func(f func(*link.Tx) error) error{
+		"update": func(f func(*link.Tx) error) error {
 			return db.Update(func(b *tipkv.Batch) error { return link.Write(b, f) })
 		},
-		"write": func(f func(*storage.Tx) error) error { return link.Write(db, f) },
+		"write": func(f func(*link.Tx) error) error { return link.Write(db, f) },
 	}
 	for name, path := range paths {
 		tries, aborts := 0, 0
 		err := path(cond(&tries, &aborts))
 		require.ErrorIs(t, err, tipkv.ErrConflict, name)
-		require.ErrorIs(t, err, storage.ErrConditionFailed, name)
+		require.ErrorIs(t, err, engine.ErrConditionFailed, name)
 		require.Equal(t, 3, tries, "%s: one try and MaxRetries more", name)
 		require.Equal(t, 3, aborts, name)
 	}
 	tries, aborts := 0, 0
 	err := link.WriteOnce(db, cond(&tries, &aborts))
-	require.ErrorIs(t, err, storage.ErrConditionFailed)
+	require.ErrorIs(t, err, engine.ErrConditionFailed)
 	require.NotErrorIs(t, err, tipkv.ErrConflict)
 	require.Equal(t, 1, tries)
 	require.Equal(t, 1, aborts)
 
 	db2, _ := openFaulty(t, faultstore.Odds{UnknownLost: 1}, 2)
-	for name, path := range map[string]func(f func(*storage.Tx) error) error{
-		"update": func(f func(*storage.Tx) error) error {
+	for name, path := range map[string]func(f func(*link.Tx) error) error{
+		"update": func(f func(*link.Tx) error) error {
 			return db2.Update(func(b *tipkv.Batch) error { return link.Write(b, f) })
 		},
-		"write": func(f func(*storage.Tx) error) error { return link.Write(db2, f) },
+		"write": func(f func(*link.Tx) error) error { return link.Write(db2, f) },
 	} {
 		tries, aborts := 0, 0
 		err := path(cond(&tries, &aborts))
@@ -148,7 +148,7 @@ func TestWriteOnDBPanicAborts(t *testing.T) {
 	db := testutil.OpenMem(t)
 	aborted := 0
 	require.PanicsWithValue(t, "boom", func() {
-		_ = link.Write(db, func(tx *storage.Tx) error {
+		_ = link.Write(db, func(tx *link.Tx) error {
 			tx.OnAbort(func() { aborted++ })
 			_ = tx.Batch.Set([]byte("\x06p"), []byte("v"))
 			panic("boom")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -108,15 +108,15 @@ func (s *Store) Defragment(ctx context.Context) error {
 	return nil
 }
 
-// Flush implements storage.Admin: nothing to do, a committed txn is on disk.
+// Flush implements engine.Admin: nothing to do, a committed txn is on disk.
 func (s *Store) Flush() error {
 	if s.isClosed.Load() {
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	return nil
 }
 
-// Compact implements storage.Admin: it compacts the cluster's history up to
+// Compact implements engine.Admin: it compacts the cluster's history up to
 // the current revision and defragments every member. lo and hi are ignored:
 // etcd compacts revisions, not key ranges, and for the whole cluster.
 func (s *Store) Compact(lo, hi []byte) error {
@@ -131,7 +131,7 @@ func (s *Store) Compact(lo, hi []byte) error {
 	return s.Defragment(ctx)
 }
 
-// DiskUsage implements storage.Admin: the largest database file among the
+// DiskUsage implements engine.Admin: the largest database file among the
 // members that answer (what counts against the quota).
 func (s *Store) DiskUsage() (uint64, error) {
 	ms, err := s.Status(context.Background())
@@ -157,7 +157,7 @@ func (s *Store) DiskUsage() (uint64, error) {
 	return uint64(most), nil
 }
 
-// Metrics implements storage.Admin: a line per member.
+// Metrics implements engine.Admin: a line per member.
 func (s *Store) Metrics() (string, error) {
 	ms, err := s.Status(context.Background())
 	if err != nil {

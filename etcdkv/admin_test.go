@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Status, DiskUsage and Metrics describe every member; Compact compacts
@@ -35,7 +35,7 @@ func TestAdmin(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, strings.Count(text, "leader v"), text)
 
-	var admin storage.Admin = s
+	var admin engine.Admin = s
 	require.NoError(t, admin.Flush())
 	require.NoError(t, admin.Compact(nil, nil))
 	v, err := s.Get(k(1))
@@ -44,6 +44,6 @@ func TestAdmin(t *testing.T) {
 
 	require.NoError(t, s.Close())
 	_, err = s.DiskUsage()
-	require.ErrorIs(t, err, storage.ErrClosed)
-	require.ErrorIs(t, admin.Flush(), storage.ErrClosed)
+	require.ErrorIs(t, err, engine.ErrClosed)
+	require.ErrorIs(t, admin.Flush(), engine.ErrClosed)
 }

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// batch is a storage.Batch sent as one etcd txn: its conditions are the
+// batch is a engine.Batch sent as one etcd txn: its conditions are the
 // txn's compares, its writes (normalised, see normalize) the txn's success
 // ops, and the txn has no failure ops. etcd applies a txn atomically at one
 // revision, so the writes of a batch become visible together, to every
@@ -23,13 +23,13 @@ import (
 type batch struct {
 	s     *Store
 	ops   []op
-	conds []storage.Cond
+	conds []engine.Cond
 	size  int   // bytes of keys, values and conditions as added
 	err   error // the batch is refused: a malformed condition, a write over the limits
 }
 
-// NewBatch implements storage.Store.
-func (s *Store) NewBatch() storage.Batch { return &batch{s: s} }
+// NewBatch implements engine.Store.
+func (s *Store) NewBatch() engine.Batch { return &batch{s: s} }
 
 func (b *batch) add(o op) error {
 	if b.err != nil {
@@ -38,9 +38,9 @@ func (b *batch) add(o op) error {
 	n := len(o.key) + len(o.end) + len(o.value)
 	switch {
 	case len(o.key) == 0:
-		b.err = fmt.Errorf("%w: etcdkv: a write to an empty key", storage.ErrInvalid)
+		b.err = fmt.Errorf("%w: etcdkv: a write to an empty key", engine.ErrInvalid)
 	case n > b.s.caps.MaxBatchBytes:
-		b.err = fmt.Errorf("%w: etcdkv: a write of %d bytes is over the batch limit of %d bytes", storage.ErrInvalid, n, b.s.caps.MaxBatchBytes)
+		b.err = fmt.Errorf("%w: etcdkv: a write of %d bytes is over the batch limit of %d bytes", engine.ErrInvalid, n, b.s.caps.MaxBatchBytes)
 	}
 	if b.err != nil {
 		return b.err
@@ -50,7 +50,7 @@ func (b *batch) add(o op) error {
 	return nil
 }
 
-// Set implements storage.Batch. The batch keeps copies of key and value:
+// Set implements engine.Batch. The batch keeps copies of key and value:
 // the contract would let it keep the slices themselves, but queue's
 // Enqueue reuses one key buffer for all its items and returns its value
 // buffer to a pool before an Update commits, and versioned pools its Put
@@ -63,17 +63,17 @@ func (b *batch) Set(key, value []byte) error {
 	return b.add(op{kind: opSet, key: bytes.Clone(key), value: bytes.Clone(value)})
 }
 
-// Delete implements storage.Batch.
+// Delete implements engine.Batch.
 func (b *batch) Delete(key []byte) error {
 	return b.add(op{kind: opDelete, key: bytes.Clone(key)})
 }
 
-// DeleteRange implements storage.Batch.
+// DeleteRange implements engine.Batch.
 func (b *batch) DeleteRange(lo, hi []byte) error {
 	return b.add(op{kind: opDeleteRange, key: bytes.Clone(lo), end: bytes.Clone(hi)})
 }
 
-// Require implements storage.Batch. Each condition becomes one compare:
+// Require implements engine.Batch. Each condition becomes one compare:
 //
 //	Absent(k)          create_revision(k) = 0
 //	Present(k)         create_revision(k) > 0
@@ -84,7 +84,7 @@ func (b *batch) DeleteRange(lo, hi []byte) error {
 // empty range compares the zero key-value, whose create_revision is 0: so
 // Empty holds exactly when no key is stored in [lo, hi). The server reads
 // the whole range to decide (its values too): keep the range tight.
-func (b *batch) Require(c storage.Cond) error {
+func (b *batch) Require(c engine.Cond) error {
 	if err := c.Check(); err != nil {
 		if b.err == nil {
 			b.err = err // the batch is refused as a whole
@@ -117,10 +117,10 @@ func (b *batch) build() (txn, error) {
 	norm := normalize(b.ops)
 	caps := b.s.caps
 	if len(norm) > caps.MaxBatchOps {
-		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d writes once normalised (%d as written; a Set inside a range the batch deletes splits the range in two); a txn takes at most %d (the server's --max-txn-ops): split the Update", storage.ErrInvalid, len(norm), len(b.ops), caps.MaxBatchOps)
+		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d writes once normalised (%d as written; a Set inside a range the batch deletes splits the range in two); a txn takes at most %d (the server's --max-txn-ops): split the Update", engine.ErrInvalid, len(norm), len(b.ops), caps.MaxBatchOps)
 	}
 	if len(b.conds) > caps.MaxBatchOps {
-		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d conditions; a txn takes at most %d (the server's --max-txn-ops)", storage.ErrInvalid, len(b.conds), caps.MaxBatchOps)
+		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d conditions; a txn takes at most %d (the server's --max-txn-ops)", engine.ErrInvalid, len(b.conds), caps.MaxBatchOps)
 	}
 	size := 0
 	for _, o := range norm {
@@ -130,20 +130,20 @@ func (b *batch) build() (txn, error) {
 		size += c.Size()
 	}
 	if size > caps.MaxBatchBytes {
-		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d bytes of keys, values and conditions; a txn takes at most %d (the server's --max-request-bytes less framing): split the Update", storage.ErrInvalid, size, caps.MaxBatchBytes)
+		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d bytes of keys, values and conditions; a txn takes at most %d (the server's --max-request-bytes less framing): split the Update", engine.ErrInvalid, size, caps.MaxBatchBytes)
 	}
 	t := txn{cmps: make([]clientv3.Cmp, 0, len(b.conds)), ops: make([]clientv3.Op, 0, len(norm))}
 	s := b.s
 	for _, c := range b.conds {
 		k := s.key(c.Key)
 		switch c.Kind {
-		case storage.KeyAbsent:
+		case engine.KeyAbsent:
 			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0))
-		case storage.KeyPresent:
+		case engine.KeyPresent:
 			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), ">", 0))
-		case storage.KeyEquals:
+		case engine.KeyEquals:
 			t.cmps = append(t.cmps, clientv3.Compare(clientv3.Value(k), "=", string(c.Value)))
-		case storage.RangeEmpty:
+		case engine.RangeEmpty:
 			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0).WithRange(s.key(c.End)))
 		}
 	}
@@ -186,7 +186,7 @@ func (b *batch) build() (txn, error) {
 // must not outlive the call, nor b change during it.
 func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// Apply implements storage.Batch: one txn. Its result is one of:
+// Apply implements engine.Batch: one txn. Its result is one of:
 //
 //   - nil: the txn committed; its writes are visible and durable.
 //   - ErrConditionFailed: a compare failed; nothing was written.
@@ -225,15 +225,15 @@ func (b *batch) Apply(bool) error {
 		return s.commitErr(err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("%w: etcdkv: one of the batch's %d conditions did not hold at revision %d", storage.ErrConditionFailed, len(t.cmps), resp.Header.Revision)
+		return fmt.Errorf("%w: etcdkv: one of the batch's %d conditions did not hold at revision %d", engine.ErrConditionFailed, len(t.cmps), resp.Header.Revision)
 	}
 	return nil
 }
 
-// Wait implements storage.Batch: an applied txn is already durable.
+// Wait implements engine.Batch: an applied txn is already durable.
 func (b *batch) Wait() error { return nil }
 
-// Close implements storage.Batch.
+// Close implements engine.Batch.
 func (b *batch) Close() error {
 	b.ops, b.conds = nil, nil
 	return nil
@@ -245,15 +245,15 @@ func (b *batch) Close() error {
 // timeout and every broken connection, is unknown.
 func (s *Store) commitErr(err error) error {
 	if s.ctx.Err() != nil {
-		return fmt.Errorf("%w: %w: etcdkv: the store was closed during a commit (%v)", storage.ErrUnknownOutcome, storage.ErrClosed, err)
+		return fmt.Errorf("%w: %w: etcdkv: the store was closed during a commit (%v)", engine.ErrUnknownOutcome, engine.ErrClosed, err)
 	}
 	switch {
 	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrRequestTooLarge), errors.Is(err, rpctypes.ErrDuplicateKey):
-		return fmt.Errorf("%w: etcdkv: the server refused the batch (are its --max-txn-ops or --max-request-bytes lower than Config says?): %w", storage.ErrInvalid, err)
+		return fmt.Errorf("%w: etcdkv: the server refused the batch (are its --max-txn-ops or --max-request-bytes lower than Config says?): %w", engine.ErrInvalid, err)
 	case definite(err):
 		return fmt.Errorf("tipkv: etcd: commit refused, nothing written: %w", err)
 	}
-	return fmt.Errorf("%w: etcd: %w", storage.ErrUnknownOutcome, err)
+	return fmt.Errorf("%w: etcd: %w", engine.ErrUnknownOutcome, err)
 }
 
 // proposalDropped is raft.ErrProposalDropped's text: a member without a

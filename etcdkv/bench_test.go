@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv"
-	"github.com/tipkv/tipkv/internal/storage"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -67,7 +67,7 @@ func benchGuardedPut(b *testing.B) {
 	ctx := context.Background()
 	val := bytes.Repeat([]byte("v"), 100)
 	first := func(id string) {
-		if err := apply(b, s, func(bt storage.Batch) { _ = bt.Set(bvkey(id, 0), val) }); err != nil {
+		if err := apply(b, s, func(bt engine.Batch) { _ = bt.Set(bvkey(id, 0), val) }); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -87,8 +87,8 @@ func benchGuardedPut(b *testing.B) {
 	store := func(i int64) error {
 		bt := s.NewBatch()
 		defer bt.Close()
-		_ = bt.Require(storage.Present(bvkey("store", i)))
-		_ = bt.Require(storage.Absent(bvkey("store", i+1)))
+		_ = bt.Require(engine.Present(bvkey("store", i)))
+		_ = bt.Require(engine.Absent(bvkey("store", i+1)))
 		_ = bt.Set(bvkey("store", i+1), val)
 		return bt.Apply(true)
 	}
@@ -100,7 +100,7 @@ func benchLatest(b *testing.B) {
 	s := etcdkv.OpenForTest(b, etcdkv.Config{})
 	c, ns := s.Client(), s.Namespace()
 	ctx := context.Background()
-	if err := apply(b, s, func(bt storage.Batch) {
+	if err := apply(b, s, func(bt engine.Batch) {
 		for v := range int64(100) {
 			_ = bt.Set(bvkey("doc", v+1), []byte(fmt.Sprint(v+1)))
 		}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv"
-	"github.com/tipkv/tipkv/internal/storage"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -25,44 +25,44 @@ func TestConditionsOnServer(t *testing.T) {
 	for i := int64(40); i < 45; i++ {
 		set(t, s, k(i), []byte("emptied"))
 	}
-	require.NoError(t, apply(t, s, func(b storage.Batch) { require.NoError(t, b.DeleteRange(k(40), k(45))) }))
+	require.NoError(t, apply(t, s, func(b engine.Batch) { require.NoError(t, b.DeleteRange(k(40), k(45))) }))
 
 	cases := []struct {
 		name string
-		c    storage.Cond
+		c    engine.Cond
 		ok   bool
 	}{
-		{"absent: never written", storage.Absent(k(1)), true},
-		{"absent: present", storage.Absent(k(5)), false},
-		{"absent: empty value", storage.Absent(k(10)), false},
-		{"absent: deleted", storage.Absent(k(7)), true},
-		{"present: present", storage.Present(k(5)), true},
-		{"present: empty value", storage.Present(k(10)), true},
-		{"present: deleted", storage.Present(k(7)), false},
-		{"present: never written", storage.Present(k(1)), false},
-		{"equals: the value", storage.Equals(k(5), []byte("five")), true},
-		{"equals: another value", storage.Equals(k(5), []byte("five!")), false},
-		{"equals: empty on an empty value", storage.Equals(k(10), []byte{}), true},
-		{"equals: empty on a present value", storage.Equals(k(5), []byte{}), false},
-		{"equals: empty on a deleted key", storage.Equals(k(7), []byte{}), false},
-		{"equals: empty on a missing key", storage.Equals(k(1), nil), false},
-		{"equals: the old value of a deleted key", storage.Equals(k(7), []byte("gone")), false},
-		{"empty: never written", storage.Empty(k(100), k(200)), true},
-		{"empty: every key deleted", storage.Empty(k(40), k(45)), true},
-		{"empty: one deleted key", storage.Empty(k(7), k(8)), true},
-		{"empty: one key", storage.Empty(k(4), k(6)), false},
-		{"empty: many keys", storage.Empty(k(0), k(1000)), false},
-		{"empty: a key at lo", storage.Empty(k(20), k(21)), false},
-		{"empty: a key just below hi", storage.Empty(k(30), k(42)), true},
-		{"empty: a key just below hi, inclusive", storage.Empty(k(11), k(21)), false},
-		{"empty: a key at hi is outside", storage.Empty(k(11), k(20)), true},
-		{"empty: an empty value", storage.Empty(k(10), k(11)), false},
-		{"empty: another queue", storage.Empty(kq("r", 0), kq("r", 1000)), true},
+		{"absent: never written", engine.Absent(k(1)), true},
+		{"absent: present", engine.Absent(k(5)), false},
+		{"absent: empty value", engine.Absent(k(10)), false},
+		{"absent: deleted", engine.Absent(k(7)), true},
+		{"present: present", engine.Present(k(5)), true},
+		{"present: empty value", engine.Present(k(10)), true},
+		{"present: deleted", engine.Present(k(7)), false},
+		{"present: never written", engine.Present(k(1)), false},
+		{"equals: the value", engine.Equals(k(5), []byte("five")), true},
+		{"equals: another value", engine.Equals(k(5), []byte("five!")), false},
+		{"equals: empty on an empty value", engine.Equals(k(10), []byte{}), true},
+		{"equals: empty on a present value", engine.Equals(k(5), []byte{}), false},
+		{"equals: empty on a deleted key", engine.Equals(k(7), []byte{}), false},
+		{"equals: empty on a missing key", engine.Equals(k(1), nil), false},
+		{"equals: the old value of a deleted key", engine.Equals(k(7), []byte("gone")), false},
+		{"empty: never written", engine.Empty(k(100), k(200)), true},
+		{"empty: every key deleted", engine.Empty(k(40), k(45)), true},
+		{"empty: one deleted key", engine.Empty(k(7), k(8)), true},
+		{"empty: one key", engine.Empty(k(4), k(6)), false},
+		{"empty: many keys", engine.Empty(k(0), k(1000)), false},
+		{"empty: a key at lo", engine.Empty(k(20), k(21)), false},
+		{"empty: a key just below hi", engine.Empty(k(30), k(42)), true},
+		{"empty: a key just below hi, inclusive", engine.Empty(k(11), k(21)), false},
+		{"empty: a key at hi is outside", engine.Empty(k(11), k(20)), true},
+		{"empty: an empty value", engine.Empty(k(10), k(11)), false},
+		{"empty: another queue", engine.Empty(kq("r", 0), kq("r", 1000)), true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			mark := kq("mark", int64(i))
-			err := apply(t, s, func(b storage.Batch) {
+			err := apply(t, s, func(b engine.Batch) {
 				require.NoError(t, b.Require(tc.c))
 				require.NoError(t, b.Set(mark, []byte("x")))
 			})
@@ -71,8 +71,8 @@ func TestConditionsOnServer(t *testing.T) {
 				require.True(t, has(t, s, mark))
 				return
 			}
-			require.ErrorIs(t, err, storage.ErrConditionFailed)
-			require.NotErrorIs(t, err, storage.ErrUnknownOutcome)
+			require.ErrorIs(t, err, engine.ErrConditionFailed)
+			require.NotErrorIs(t, err, engine.ErrUnknownOutcome)
 			require.False(t, has(t, s, mark), "a failed condition writes nothing")
 		})
 	}
@@ -108,14 +108,14 @@ func TestTxnRulesNormalised(t *testing.T) {
 	_, err := s.Client().Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key(5)), "=", 0)).Then(clientv3.OpPut(key(5), "x")).Commit()
 	require.NoError(t, err, "a compare and a write of one key")
 
-	require.NoError(t, apply(t, s, func(b storage.Batch) {
+	require.NoError(t, apply(t, s, func(b engine.Batch) {
 		require.NoError(t, b.Set(k(6), []byte("a")))
 		require.NoError(t, b.Set(k(6), []byte("b")))
 		require.NoError(t, b.Set(k(7), []byte("a")))
 		require.NoError(t, b.Delete(k(7)))
 		require.NoError(t, b.DeleteRange(k(1), k(4)))
 		require.NoError(t, b.Set(k(2), []byte("back")))
-		require.NoError(t, b.Require(storage.Present(k(2))))
+		require.NoError(t, b.Require(engine.Present(k(2))))
 	}))
 	v, err := s.Get(k(6))
 	require.NoError(t, err)

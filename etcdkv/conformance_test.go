@@ -5,20 +5,20 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/engine/enginetest"
 	"github.com/tipkv/tipkv/etcdkv"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/storetest"
 )
 
 // The storage contract's conformance suite, on the test cluster: each test
 // a namespace of its own, a second client on the same namespace standing in
 // for another process.
 func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
-		Open: func(t testing.TB) storage.Store {
+	enginetest.Run(t, enginetest.Harness{
+		Open: func(t testing.TB) engine.Store {
 			return etcdkv.OpenForTest(t, etcdkv.Config{})
 		},
-		Second: func(t testing.TB, s storage.Store) storage.Store {
+		Second: func(t testing.TB, s engine.Store) engine.Store {
 			return etcdkv.OpenForTest(t, etcdkv.Config{Namespace: s.(*etcdkv.Store).Namespace()})
 		},
 		Scale: 4, // the full sizes take 2.3 s here, most of it in the CAS contention test
@@ -38,7 +38,7 @@ func TestOpen(t *testing.T) {
 	require.NoError(t, db.Close())
 
 	_, err = etcdkv.Open(context.Background(), etcdkv.Config{}, nil)
-	require.ErrorIs(t, err, storage.ErrInvalid, "no endpoints")
+	require.ErrorIs(t, err, engine.ErrInvalid, "no endpoints")
 }
 
 // A store without a namespace owns the cluster's whole key space; it works
@@ -51,7 +51,7 @@ func TestEmptyNamespace(t *testing.T) {
 	set(t, s, kq("empty-namespace", 1), []byte("x"))
 	require.True(t, has(t, s, kq("empty-namespace", 1)))
 	require.Equal(t, 1, count(t, s, lo, hi))
-	require.NoError(t, apply(t, s, func(b storage.Batch) { require.NoError(t, b.DeleteRange(lo, hi)) }))
+	require.NoError(t, apply(t, s, func(b engine.Batch) { require.NoError(t, b.DeleteRange(lo, hi)) }))
 	require.Equal(t, 0, count(t, s, lo, hi))
 	_, err = s.NewSnapshot()
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/etcdkv"
-	"github.com/tipkv/tipkv/internal/conformance"
+	"github.com/tipkv/tipkv/tipkvtest"
 )
 
 // dbScale divides the suite's sizes: by 4 in the full run, by 16 with
@@ -51,7 +51,7 @@ func TestConformanceDB(t *testing.T) {
 		defer mu.Unlock()
 		return nss[db]
 	}
-	conformance.Run(t, conformance.Backend{
+	tipkvtest.Run(t, tipkvtest.Backend{
 		Name: "etcd",
 		Open: func(t testing.TB, opts *tipkv.Options) *tipkv.DB {
 			return open(t, etcdkv.NamespaceForTest(t), opts)

@@ -40,7 +40,7 @@
 // every seek starts with a page of one key and pages double up to
 // Config.PageSize, so Latest and AsOf cost one key and a skip-scan one key
 // per document; a reader that says how many keys it wants
-// (storage.NewIterN: a Receive of 10 messages, a History page) gets them
+// (engine.NewIterN: a Receive of 10 messages, a History page) gets them
 // in its first page. Every page is bounded above by the tightest bound known:
 // etcd walks the rest of an open-ended limited range to count it. Last
 // sorts the whole range on the server (it cannot stop early on a
@@ -81,7 +81,7 @@
 // etcd keeps old revisions until the cluster is compacted and returns the
 // space to the file system only when each member is defragmented; both act
 // on the whole cluster. Store.CompactRevisions, Store.Defragment,
-// Store.Status, and the storage.Admin methods (Compact does both) are for
+// Store.Status, and the engine.Admin methods (Compact does both) are for
 // the command line tool and operators; production clusters usually compact
 // by themselves (--auto-compaction-retention).
 package etcdkv

@@ -6,18 +6,18 @@ import (
 	"fmt"
 
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// iter is a storage.Iter that reads etcd in pages, all at one revision.
+// iter is a engine.Iter that reads etcd in pages, all at one revision.
 //
 // Every seek (SeekGE, SeekPrefixGE, First, NextPrefix) starts a run: a
 // first page of one key, then pages of 2, 4, ... up to Config.PageSize as
 // Next walks on. So Latest, AsOf and a skip-scan's step cost one key each,
 // and a long scan costs about n/PageSize + log2(PageSize) round trips. A
-// reader that says how many keys it expects (storage.NewIterN: a queue
+// reader that says how many keys it expects (engine.NewIterN: a queue
 // receiving 10 messages) gets that many, up to PageSize, in the first page
 // of the iterator's first run, and pages double from there. Every
 // page is bounded above by the tightest bound known (the iterator's hi, or
@@ -47,12 +47,12 @@ type iter struct {
 // newIter opens an iterator over [lo, hi) at revision rev (0: the
 // revision of its first page), whose first page reads n keys (at most
 // PageSize; n <= 1: one).
-func (s *Store) newIter(lo, hi []byte, rev int64, n int) (storage.Iter, error) {
+func (s *Store) newIter(lo, hi []byte, rev int64, n int) (engine.Iter, error) {
 	if len(lo) == 0 || hi == nil {
 		return nil, fmt.Errorf("tipkv: internal error: unbounded iterator [%x, %x)", lo, hi)
 	}
 	if s.isClosed.Load() {
-		return nil, storage.ErrClosed
+		return nil, engine.ErrClosed
 	}
 	return &iter{s: s, lo: bytes.Clone(lo), hi: bytes.Clone(hi), rev: rev, hint: min(n, s.cfg.PageSize)}, nil
 }
@@ -65,7 +65,7 @@ func (it *iter) live() bool {
 		return false
 	}
 	if it.s.isClosed.Load() {
-		it.err = storage.ErrClosed
+		it.err = engine.ErrClosed
 		it.kvs = nil
 		return false
 	}
@@ -223,7 +223,7 @@ func (it *iter) Value() ([]byte, error) {
 
 func (it *iter) Error() error {
 	if it.done && it.err == nil {
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	return it.err
 }
@@ -234,7 +234,7 @@ func (it *iter) Close() error {
 	}
 	it.done = true
 	it.kvs = nil
-	if errors.Is(it.err, storage.ErrClosed) {
+	if errors.Is(it.err, engine.ErrClosed) {
 		return nil // the store's Close ended it: nothing went wrong here
 	}
 	return it.err

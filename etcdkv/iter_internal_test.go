@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 func vkey(id string, v int64) []byte {
@@ -19,7 +19,7 @@ func vprefix(id string) []byte {
 	return codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "c"), id)
 }
 
-func mustApply(t *testing.T, s *Store, f func(b storage.Batch)) {
+func mustApply(t *testing.T, s *Store, f func(b engine.Batch)) {
 	t.Helper()
 	b := s.NewBatch()
 	f(b)
@@ -35,7 +35,7 @@ func pages(s *Store) *[][2]int {
 
 func writeVersions(t *testing.T, s *Store, id string, n int) {
 	for start := 1; start <= n; start += 100 {
-		mustApply(t, s, func(b storage.Batch) {
+		mustApply(t, s, func(b engine.Batch) {
 			for v := start; v < start+100 && v <= n; v++ {
 				require.NoError(t, b.Set(vkey(id, int64(v)), []byte(fmt.Sprint(v))))
 			}
@@ -82,7 +82,7 @@ func TestIterPageSizes(t *testing.T) {
 	require.Equal(t, [][2]int{{1, 1}, {1, 1}, {1, 0}}, *p)
 }
 
-// A reader that says how many keys it expects (storage.NewIterN) gets them
+// A reader that says how many keys it expects (engine.NewIterN) gets them
 // in the first page, up to PageSize; pages double from there, and later
 // seeks start at one key again.
 func TestIterSizeHint(t *testing.T) {
@@ -98,7 +98,7 @@ func TestIterSizeHint(t *testing.T) {
 		{1000, [][2]int{{16, 16}, {16, 16}, {1, 1}}},
 	} {
 		p := pages(s)
-		it, err := storage.NewIterN(s, pre, codec.PrefixEnd(pre), c.n)
+		it, err := engine.NewIterN(s, pre, codec.PrefixEnd(pre), c.n)
 		require.NoError(t, err)
 		n := 0
 		for ok := it.First(); ok && n < 20; ok = it.Next() {
@@ -114,7 +114,7 @@ func TestIterSizeHint(t *testing.T) {
 	require.NoError(t, err)
 	defer snap.Close()
 	p := pages(s)
-	it, err := storage.NewIterN(snap, pre, codec.PrefixEnd(pre), 5)
+	it, err := engine.NewIterN(snap, pre, codec.PrefixEnd(pre), 5)
 	require.NoError(t, err)
 	require.True(t, it.First())
 	require.NoError(t, it.Close())
@@ -132,7 +132,7 @@ func TestIterPinnedToRevision(t *testing.T) {
 	require.NoError(t, err)
 	defer it.Close()
 	require.True(t, it.First())
-	mustApply(t, other, func(b storage.Batch) {
+	mustApply(t, other, func(b engine.Batch) {
 		require.NoError(t, b.Set(vkey("doc", 41), []byte("new")))           // before the cursor
 		require.NoError(t, b.Set(vkey("doc", 10), []byte("overwritten")))   // ahead
 		require.NoError(t, b.DeleteRange(vkey("doc", 9), vkey("doc", 0)))   // ahead: versions 1-9
@@ -153,7 +153,7 @@ func TestIterPinnedToRevision(t *testing.T) {
 	require.Equal(t, 40+2-9, countKeys(t, s, pre), "a new iterator sees the writes")
 }
 
-func countKeys(t *testing.T, s storage.Reader, pre []byte) int {
+func countKeys(t *testing.T, s engine.Reader, pre []byte) int {
 	it, err := s.NewIter(pre, codec.PrefixEnd(pre))
 	require.NoError(t, err)
 	n := 0
@@ -176,7 +176,7 @@ func TestIterCompactedMidRead(t *testing.T) {
 	it, err := s.NewIter(pre, codec.PrefixEnd(pre))
 	require.NoError(t, err)
 	require.True(t, it.First()) // a page of one key; the next page reads at its revision
-	mustApply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(vkey("doc", 11), nil)) })
+	mustApply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(vkey("doc", 11), nil)) })
 	rev, err := s.Revision(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, s.CompactRevisions(context.Background(), rev))
@@ -202,7 +202,7 @@ func TestIterLast(t *testing.T) {
 	it, err := s.NewIter(pre, codec.PrefixEnd(pre))
 	require.NoError(t, err)
 	require.True(t, it.First())
-	mustApply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(vkey("doc", 0), nil)) })
+	mustApply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(vkey("doc", 0), nil)) })
 	require.True(t, it.Last())
 	require.Equal(t, vkey("doc", 1), it.Key(), "version 0, written after the first page, is not seen")
 	require.False(t, it.Next())

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // ChildEnv marks a child process of TestMultiProcess (multiproc_test.go).
@@ -70,7 +70,7 @@ func OpenForTest(t testing.TB, cfg Config) *Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := s.Close(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		if err := s.Close(); err != nil && !errors.Is(err, engine.ErrClosed) {
 			t.Error(err)
 		}
 	})

@@ -21,8 +21,8 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/etcdkv"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
-	"github.com/tipkv/tipkv/internal/conformance"
 	"github.com/tipkv/tipkv/queue"
+	"github.com/tipkv/tipkv/tipkvtest"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -47,7 +47,7 @@ import (
 //     no message was acknowledged twice, each has one sequence number;
 //   - no message was delivered while another process's lease on it held;
 //   - writes came back within seconds of the leader's kill;
-//   - conformance.Healthy (dense versions, queue heads and tails).
+//   - tipkvtest.Healthy (dense versions, queue heads and tails).
 //
 // Skipped with -short: building etcd takes a minute or two when the build
 // cache is cold, and the test runs about 30 s.
@@ -153,7 +153,7 @@ func TestMultiProcess(t *testing.T) {
 		events[e.Position] = e.Value.Token
 	}
 	log.check(t, stored, events)
-	conformance.Healthy(t, db)
+	tipkvtest.Healthy(t, db)
 }
 
 // The queue's message and the documents the children write.

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // proxied opens a store that reaches member 0 only through a fault proxy,
@@ -23,7 +23,7 @@ func proxied(t *testing.T, cfg etcdkv.Config) (*etcdtest.Proxy, *etcdkv.Store, *
 	s := etcdkv.OpenForTest(t, cfg)
 	direct := etcdkv.OpenForTest(t, etcdkv.Config{Namespace: s.Namespace()})
 	_, err = s.Get(k(0)) // the connection is up before the faults
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, engine.ErrNotFound)
 	return p, s, direct
 }
 
@@ -51,12 +51,12 @@ func TestUnknownOutcomeAfterCommit(t *testing.T) {
 	p.DropResponses(true)
 	done := make(chan error, 1)
 	go func() {
-		done <- apply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(k(1), []byte("x"))) })
+		done <- apply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(k(1), []byte("x"))) })
 	}()
 	<-woke // the cluster applied it
 	p.Cut()
 	err = <-done
-	require.ErrorIs(t, err, storage.ErrUnknownOutcome)
+	require.ErrorIs(t, err, engine.ErrUnknownOutcome)
 	require.Equal(t, int64(1), versionOf(t, direct, k(1)), "committed once, never resent")
 }
 
@@ -66,18 +66,18 @@ func TestUnknownOutcomeAfterCommit(t *testing.T) {
 func TestUnknownOutcomeRequestLost(t *testing.T) {
 	p, s, direct := proxied(t, etcdkv.Config{RequestTimeout: time.Second})
 	p.DropRequests(true)
-	err := apply(t, s, func(b storage.Batch) {
-		require.NoError(t, b.Require(storage.Absent(k(1))))
+	err := apply(t, s, func(b engine.Batch) {
+		require.NoError(t, b.Require(engine.Absent(k(1))))
 		require.NoError(t, b.Set(k(1), []byte("x")))
 	})
-	require.ErrorIs(t, err, storage.ErrUnknownOutcome)
-	require.NotErrorIs(t, err, storage.ErrConditionFailed)
+	require.ErrorIs(t, err, engine.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, engine.ErrConditionFailed)
 	require.False(t, has(t, direct, k(1)))
 
 	// Reads fail plainly: nothing to be unsure about.
 	_, err = s.Get(k(1))
 	require.Error(t, err)
-	require.NotErrorIs(t, err, storage.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, engine.ErrUnknownOutcome)
 }
 
 // Close during a commit cancels it: the error matches ErrClosed and
@@ -90,13 +90,13 @@ func TestUnknownOutcomeOnClose(t *testing.T) {
 	p.DropResponses(true)
 	done := make(chan error, 1)
 	go func() {
-		done <- apply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(k(1), []byte("x"))) })
+		done <- apply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(k(1), []byte("x"))) })
 	}()
 	<-woke
 	require.NoError(t, s.Close())
 	err = <-done
-	require.ErrorIs(t, err, storage.ErrUnknownOutcome)
-	require.ErrorIs(t, err, storage.ErrClosed)
+	require.ErrorIs(t, err, engine.ErrUnknownOutcome)
+	require.ErrorIs(t, err, engine.ErrClosed)
 	require.Equal(t, int64(1), versionOf(t, direct, k(1)))
 }
 
@@ -120,9 +120,9 @@ func TestQuorumLoss(t *testing.T) {
 	t.Logf("stopped two members in %v", time.Since(start))
 	sawDefinite := false // the member notices within an election timeout
 	for i := int64(1); !sawDefinite && i < 100; i++ {
-		err := apply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(k(i), []byte("x"))) })
+		err := apply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(k(i), []byte("x"))) })
 		require.Error(t, err, "no quorum, no commit")
-		if errors.Is(err, storage.ErrUnknownOutcome) {
+		if errors.Is(err, engine.ErrUnknownOutcome) {
 			continue // the member had not yet noticed; try again
 		}
 		t.Logf("write %d: %v", i, err)
@@ -137,11 +137,11 @@ func TestQuorumLoss(t *testing.T) {
 	// it still lose it, a definite refusal may be retried, and the
 	// condition makes a retry after an unknown outcome harmless.
 	for try := 0; try < 50; try++ {
-		err := apply(t, s, func(b storage.Batch) {
-			require.NoError(t, b.Require(storage.Absent(kq("after", 1))))
+		err := apply(t, s, func(b engine.Batch) {
+			require.NoError(t, b.Require(engine.Absent(kq("after", 1))))
 			require.NoError(t, b.Set(kq("after", 1), []byte("after")))
 		})
-		if err == nil || errors.Is(err, storage.ErrConditionFailed) {
+		if err == nil || errors.Is(err, engine.ErrConditionFailed) {
 			break
 		}
 		t.Logf("after the restart: %v", err)

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv"
-	"github.com/tipkv/tipkv/internal/storage"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/txn"
@@ -43,21 +43,21 @@ func TestConditionsOnlyTxnIsLinearizable(t *testing.T) {
 	s := etcdkv.OpenForTest(t, etcdkv.Config{Client: cli})
 
 	set(t, s, k(1), []byte("one"))
-	for _, c := range []storage.Cond{
-		storage.Present(k(1)), storage.Absent(k(2)), storage.Equals(k(1), []byte("one")), storage.Empty(k(10), k(20)),
+	for _, c := range []engine.Cond{
+		engine.Present(k(1)), engine.Absent(k(2)), engine.Equals(k(1), []byte("one")), engine.Empty(k(10), k(20)),
 	} {
 		mu.Lock()
 		sent = nil
 		mu.Unlock()
-		require.NoError(t, apply(t, s, func(b storage.Batch) { require.NoError(t, b.Require(c)) }))
+		require.NoError(t, apply(t, s, func(b engine.Batch) { require.NoError(t, b.Require(c)) }))
 		mu.Lock()
 		require.Len(t, sent, 1, "one txn per batch")
 		require.False(t, txn.IsTxnSerializable(sent[0]), "a conditions-only txn is served as a serializable read, from a member that may lag: %v", sent[0])
 		mu.Unlock()
 	}
 	// And it still fails when a condition does not hold.
-	err = apply(t, s, func(b storage.Batch) { require.NoError(t, b.Require(storage.Absent(k(1)))) })
-	require.ErrorIs(t, err, storage.ErrConditionFailed)
+	err = apply(t, s, func(b engine.Batch) { require.NoError(t, b.Require(engine.Absent(k(1)))) })
+	require.ErrorIs(t, err, engine.ErrConditionFailed)
 }
 
 // End to end: one store on the leader writes, another on a follower then
@@ -78,14 +78,14 @@ func TestConditionsOnlyBatchOnFollowerSeesLeaderWrite(t *testing.T) {
 	for i := int64(1); i <= 200; i++ {
 		set(t, w, k(i), []byte("v"))
 		// k(i) is present now: a batch requiring it absent must fail.
-		err := apply(t, r, func(b storage.Batch) {
-			require.NoError(t, b.Require(storage.Present(k(i-1))))
-			require.NoError(t, b.Require(storage.Absent(k(i))))
+		err := apply(t, r, func(b engine.Batch) {
+			require.NoError(t, b.Require(engine.Present(k(i-1))))
+			require.NoError(t, b.Require(engine.Absent(k(i))))
 		})
 		if err == nil {
 			stale++
 		} else {
-			require.ErrorIs(t, err, storage.ErrConditionFailed)
+			require.ErrorIs(t, err, engine.ErrConditionFailed)
 		}
 	}
 	require.Zero(t, stale, "conditions-only batches that committed on a follower's stale state")

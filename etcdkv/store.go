@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -45,7 +45,7 @@ type Config struct {
 	DialTimeout time.Duration
 
 	// RequestTimeout bounds every request the store sends. A commit that
-	// reaches it is an unknown outcome (storage.ErrUnknownOutcome). Keep
+	// reaches it is an unknown outcome (engine.ErrUnknownOutcome). Keep
 	// it above the server's own proposal timeout (5 s plus two election
 	// timeouts on a default cluster) so that the server, which knows more,
 	// answers first. The default is 10 s.
@@ -63,7 +63,7 @@ type Config struct {
 	MaxRequestBytes int
 
 	// ClockSkew is the margin the processes sharing the store allow between
-	// their clocks (storage.Caps.ClockSkew): a lease stored by one process
+	// their clocks (engine.Caps.ClockSkew): a lease stored by one process
 	// is taken over by another only ClockSkew after it ended. The default
 	// is 1 s.
 	ClockSkew time.Duration
@@ -138,7 +138,7 @@ func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, erro
 	return db.(*tipkv.DB), nil
 }
 
-// Store is a storage.Store on an etcd v3 cluster. It is safe for concurrent
+// Store is a engine.Store on an etcd v3 cluster. It is safe for concurrent
 // use, and several Stores, in this process or others, may share one
 // namespace: that is what it is for.
 type Store struct {
@@ -146,7 +146,7 @@ type Store struct {
 	own  bool // the store dialled c and closes it
 	ns   []byte
 	cfg  Config
-	caps storage.Caps
+	caps engine.Caps
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -160,11 +160,11 @@ type Store struct {
 }
 
 var (
-	_ storage.Store   = (*Store)(nil)
-	_ storage.Sizer   = (*Store)(nil)
-	_ storage.Watcher = (*Store)(nil)
-	_ storage.Admin   = (*Store)(nil)
-	_ storage.Sizer   = (*snapshot)(nil)
+	_ engine.Store   = (*Store)(nil)
+	_ engine.Sizer   = (*Store)(nil)
+	_ engine.Watcher = (*Store)(nil)
+	_ engine.Admin   = (*Store)(nil)
+	_ engine.Sizer   = (*snapshot)(nil)
 )
 
 // NewStore connects to the cluster (or takes cfg.Client) and checks that it
@@ -174,7 +174,7 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 	c, own := cfg.Client, false
 	if c == nil {
 		if len(cfg.Endpoints) == 0 {
-			return nil, fmt.Errorf("%w: etcdkv: no endpoints", storage.ErrInvalid)
+			return nil, fmt.Errorf("%w: etcdkv: no endpoints", engine.ErrInvalid)
 		}
 		var err error
 		c, err = clientv3.New(clientv3.Config{
@@ -195,7 +195,7 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{c: c, own: own, ns: []byte(cfg.Namespace), cfg: cfg}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.caps = storage.Caps{
+	s.caps = engine.Caps{
 		Shared:        true,
 		Watch:         true,
 		MaxBatchOps:   cfg.MaxTxnOps,
@@ -204,7 +204,7 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if s.caps.MaxBatchBytes <= 0 {
 		s.close()
-		return nil, fmt.Errorf("%w: etcdkv: MaxRequestBytes %d leaves no room for %d ops", storage.ErrInvalid, cfg.MaxRequestBytes, cfg.MaxTxnOps)
+		return nil, fmt.Errorf("%w: etcdkv: MaxRequestBytes %d leaves no room for %d ops", engine.ErrInvalid, cfg.MaxRequestBytes, cfg.MaxTxnOps)
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
@@ -242,8 +242,8 @@ func (s *Store) Namespace() string { return string(s.ns) }
 // Client returns the store's etcd client.
 func (s *Store) Client() *clientv3.Client { return s.c }
 
-// Caps implements storage.Store: shared, with Watch, and etcd's limits.
-func (s *Store) Caps() storage.Caps { return s.caps }
+// Caps implements engine.Store: shared, with Watch, and etcd's limits.
+func (s *Store) Caps() engine.Caps { return s.caps }
 
 // key returns the etcd key of k: the namespace, then k.
 func (s *Store) key(k []byte) string {
@@ -257,7 +257,7 @@ func (s *Store) enter() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	s.wg.Add(1)
 	return nil
@@ -275,7 +275,7 @@ func (s *Store) reqCtx() (context.Context, context.CancelFunc) {
 // has already retried what it safely could.
 func (s *Store) readErr(what string, err error) error {
 	if s.ctx.Err() != nil {
-		return fmt.Errorf("tipkv: etcd: %s: %w", what, storage.ErrClosed)
+		return fmt.Errorf("tipkv: etcd: %s: %w", what, engine.ErrClosed)
 	}
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return fmt.Errorf("tipkv: etcd: %s: %w", what, ErrCompacted)
@@ -283,7 +283,7 @@ func (s *Store) readErr(what string, err error) error {
 	return fmt.Errorf("tipkv: etcd: %s: %w", what, err)
 }
 
-// Get implements storage.Store: a linearizable read of key.
+// Get implements engine.Store: a linearizable read of key.
 func (s *Store) Get(key []byte) ([]byte, error) { return s.get(key, 0) }
 
 func (s *Store) get(key []byte, rev int64) ([]byte, error) {
@@ -302,7 +302,7 @@ func (s *Store) get(key []byte, rev int64) ([]byte, error) {
 		return nil, s.readErr(fmt.Sprintf("get %x", key), err)
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, storage.ErrNotFound
+		return nil, engine.ErrNotFound
 	}
 	v := resp.Kvs[0].Value // unmarshalled for this call: the caller's own
 	if v == nil {
@@ -311,22 +311,22 @@ func (s *Store) get(key []byte, rev int64) ([]byte, error) {
 	return v, nil
 }
 
-// NewIter implements storage.Store. The iterator reads at one revision:
+// NewIter implements engine.Store. The iterator reads at one revision:
 // the one current at its first page.
-func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) { return s.newIter(lo, hi, 0, 0) }
+func (s *Store) NewIter(lo, hi []byte) (engine.Iter, error) { return s.newIter(lo, hi, 0, 0) }
 
-// NewIterN implements storage.Sizer: NewIter whose first page reads n keys
+// NewIterN implements engine.Sizer: NewIter whose first page reads n keys
 // (up to Config.PageSize) instead of one, for a reader that knows it wants
 // about n (a queue receiving n messages): one round trip instead of
 // log2(n).
-func (s *Store) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
+func (s *Store) NewIterN(lo, hi []byte, n int) (engine.Iter, error) {
 	return s.newIter(lo, hi, 0, n)
 }
 
-// NewSnapshot implements storage.Store: the view at the current revision.
+// NewSnapshot implements engine.Store: the view at the current revision.
 // It holds nothing on the server, so it is cheap to keep; but once the
 // cluster compacts past its revision its reads fail with ErrCompacted.
-func (s *Store) NewSnapshot() (storage.Snapshot, error) {
+func (s *Store) NewSnapshot() (engine.Snapshot, error) {
 	rev, err := s.Revision(context.Background())
 	if err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 	return resp.Header.Revision, nil
 }
 
-// Close implements storage.Store. It cancels the requests in flight (a
+// Close implements engine.Store. It cancels the requests in flight (a
 // commit among them fails with an error matching both ErrClosed and
 // ErrUnknownOutcome), waits for them, ends every watch and, unless the
 // client was given in Config, closes the client. Iterators and snapshots
@@ -360,7 +360,7 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	s.closed = true
 	s.isClosed.Store(true)
@@ -386,16 +386,16 @@ type snapshot struct {
 
 func (sn *snapshot) Get(key []byte) ([]byte, error) {
 	if sn.closed.Load() {
-		return nil, storage.ErrClosed
+		return nil, engine.ErrClosed
 	}
 	return sn.s.get(key, sn.rev)
 }
 
-func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) { return sn.NewIterN(lo, hi, 0) }
+func (sn *snapshot) NewIter(lo, hi []byte) (engine.Iter, error) { return sn.NewIterN(lo, hi, 0) }
 
-func (sn *snapshot) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
+func (sn *snapshot) NewIterN(lo, hi []byte, n int) (engine.Iter, error) {
 	if sn.closed.Load() {
-		return nil, storage.ErrClosed
+		return nil, engine.ErrClosed
 	}
 	return sn.s.newIter(lo, hi, sn.rev, n)
 }

@@ -7,7 +7,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// Watch implements storage.Watcher with an etcd watch on [lo, hi).
+// Watch implements engine.Watcher with an etcd watch on [lo, hi).
 //
 // Watch first reads the cluster's current revision r (a linearizable
 // read), then watches from r+1: every change committed after Watch

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // A watch from a revision the cluster has compacted closes: it could not
@@ -19,8 +19,8 @@ func TestWatchFromCompactedRevision(t *testing.T) {
 	old, err := s.Revision(ctx)
 	require.NoError(t, err)
 	// Compact(r) keeps revision r: compact past the first write after old.
-	mustApply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(codec.AppendAsc(lo, 1), nil)) })
-	mustApply(t, s, func(b storage.Batch) { require.NoError(t, b.Set(codec.AppendAsc(lo, 2), nil)) })
+	mustApply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(codec.AppendAsc(lo, 1), nil)) })
+	mustApply(t, s, func(b engine.Batch) { require.NoError(t, b.Set(codec.AppendAsc(lo, 2), nil)) })
 	now, err := s.Revision(ctx)
 	require.NoError(t, err)
 	require.NoError(t, s.CompactRevisions(ctx, now))

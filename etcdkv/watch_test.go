@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 func qrange(q string) ([]byte, []byte) {
@@ -53,7 +53,7 @@ func TestWatchClosesWithContextAndStore(t *testing.T) {
 	_, ok = <-ch
 	require.False(t, ok)
 	_, err = s.Watch(context.Background(), lo, hi)
-	require.ErrorIs(t, err, storage.ErrClosed)
+	require.ErrorIs(t, err, engine.ErrClosed)
 }
 
 // A watch cut off from the cluster while the revision it must resume from

@@ -6,7 +6,6 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Ack removes the messages that ids name, through w: a *tipkv.DB commits
@@ -41,7 +40,7 @@ func (q *Queue[T]) Ack(w tipkv.Writer, ids ...ID) error {
 		}
 		return nil
 	}
-	err := link.Write(w, func(tx *storage.Tx) error {
+	err := link.Write(w, func(tx *link.Tx) error {
 		if err := c.owns(tx); err != nil {
 			return err
 		}
@@ -166,7 +165,7 @@ func (c *core) release(id ID, delay time.Duration, op string) error {
 	c.mu.Unlock()
 
 	key := c.k.item(nil, e.seq)
-	err = link.Write(c.db, func(tx *storage.Tx) error {
+	err = link.Write(c.db, func(tx *link.Tx) error {
 		v, err := c.store.Get(key)
 		if err != nil {
 			return err

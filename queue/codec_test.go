@@ -8,8 +8,8 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/vmihailenco/msgpack/v5"
 )

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // core is the in-memory state of one queue of one DB, shared by every
@@ -35,7 +35,7 @@ import (
 //	                     finished, so none of them is visible yet
 type core struct {
 	db    *tipkv.DB
-	store storage.Store
+	store engine.Store
 	sh    *shared
 	// sm is non-nil on a shared engine (shared.go); then of the fields
 	// below only mu, closed, closedCh, changed and sleepers are used.
@@ -226,7 +226,7 @@ func (c *core) saveState() {
 	if !due {
 		return
 	}
-	err := link.Write(c.db, func(tx *storage.Tx) error {
+	err := link.Write(c.db, func(tx *link.Tx) error {
 		c.writeState(tx, nil)
 		return nil
 	})
@@ -264,7 +264,7 @@ func (c *core) load() error {
 			return fmt.Errorf("queue %q: state key %x: %w", c.name, c.k.state, err)
 		}
 		st.head, st.tail = max(st.head, 1), max(st.tail, 1)
-	case !errors.Is(err, storage.ErrNotFound):
+	case !errors.Is(err, engine.ErrNotFound):
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
 	if !st.counted || st.countTo < st.head {
@@ -328,7 +328,7 @@ func (c *core) load() error {
 	return nil
 }
 
-func closeIter(it storage.Iter) error {
+func closeIter(it engine.Iter) error {
 	err := it.Error()
 	if cerr := it.Close(); err == nil {
 		err = cerr

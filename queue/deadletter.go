@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // DeadLetter is a message that was delivered MaxAttempts times without
@@ -59,7 +59,7 @@ func (q *Queue[T]) DeadLetters() iter.Seq2[DeadLetter[T], error] {
 	}
 }
 
-func (q *Queue[T]) decodeDead(it storage.Iter, d *DeadLetter[T]) error {
+func (q *Queue[T]) decodeDead(it engine.Iter, d *DeadLetter[T]) error {
 	v, err := it.Value()
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (q *Queue[T]) decodeDead(it storage.Iter, d *DeadLetter[T]) error {
 // are assigned as Enqueue assigns them there.
 func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 	c := q.c
-	err := c.withDead(w, seqs, func(tx *storage.Tx, vals [][]byte) error {
+	err := c.withDead(w, seqs, func(tx *link.Tx, vals [][]byte) error {
 		items := make([][]byte, len(vals))
 		for i, v := range vals {
 			h, payload, err := parseHeader(v, deadFormat)
@@ -134,7 +134,7 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 // through w. Missing or busy sequence numbers are errors as in Requeue,
 // and then nothing is deleted.
 func (q *Queue[T]) Discard(w tipkv.Writer, seqs ...int64) error {
-	err := q.c.withDead(w, seqs, func(*storage.Tx, [][]byte) error { return nil })
+	err := q.c.withDead(w, seqs, func(*link.Tx, [][]byte) error { return nil })
 	if err != nil {
 		return fmt.Errorf("queue %q: discard: %w", q.c.name, err)
 	}
@@ -144,11 +144,11 @@ func (q *Queue[T]) Discard(w tipkv.Writer, seqs ...int64) error {
 // withDead reads the dead letters seqs in w's Tx, holding them against
 // concurrent Requeue and Discard until the Tx ends, runs f, and deletes
 // them.
-func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]byte) error) error {
+func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*link.Tx, [][]byte) error) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	return link.Write(w, func(tx *storage.Tx) error {
+	return link.Write(w, func(tx *link.Tx) error {
 		if err := c.owns(tx); err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]by
 		vals := make([][]byte, len(seqs))
 		for i, seq := range seqs {
 			v, err := c.store.Get(c.k.dead(nil, seq))
-			if errors.Is(err, storage.ErrNotFound) {
+			if errors.Is(err, engine.ErrNotFound) {
 				return fmt.Errorf("dead letter %d: %w", seq, tipkv.ErrNotFound)
 			}
 			if err != nil {
@@ -175,7 +175,7 @@ func (c *core) withDead(w tipkv.Writer, seqs []int64, f func(*storage.Tx, [][]by
 			if c.sm != nil {
 				// Another process may move it too: only one of the two
 				// commits (the other reads again and finds it gone).
-				if err := tx.Batch.Require(storage.Equals(c.k.dead(nil, seq), v)); err != nil {
+				if err := tx.Batch.Require(engine.Equals(c.k.dead(nil, seq), v)); err != nil {
 					return err
 				}
 			}

@@ -13,13 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/check"
+	"github.com/tipkv/tipkv/internal/faultstore"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/faultstore"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -84,7 +84,7 @@ func runSharedFaults(t *testing.T, seed uint64, steps int) {
 	// leased as d leased it (nobody delivered it since).
 	itemState := func(d *faultDelivery) (present, ours bool) {
 		v, err := raw.Get(codec.AppendAsc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), "q"), d.seq))
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, engine.ErrNotFound) {
 			return false, false
 		}
 		require.NoError(t, err)
@@ -100,7 +100,7 @@ func runSharedFaults(t *testing.T, seed uint64, steps int) {
 	deliveries := map[int][]*faultDelivery{} // by value
 	gone := map[int]string{}                 // value: how it was consumed for sure ("acked", "popped"), or "maybe"
 	next := 0
-	unknown := func(err error) bool { return errors.Is(err, storage.ErrUnknownOutcome) }
+	unknown := func(err error) bool { return errors.Is(err, engine.ErrUnknownOutcome) }
 	see := func(seq int64, v int) {
 		if old, ok := seqOf[seq]; ok {
 			require.Equal(t, old, v, "sequence number %d given to two messages", seq)
@@ -311,7 +311,7 @@ func runSharedFaults(t *testing.T, seed uint64, steps int) {
 
 // liveItems reads the messages of queue "q" from the store: their values
 // by sequence number.
-func liveItems(t *testing.T, s storage.Store) map[int64]int {
+func liveItems(t *testing.T, s engine.Store) map[int64]int {
 	t.Helper()
 	prefix := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), "q")
 	it, err := s.NewIter(prefix, codec.PrefixEnd(prefix))

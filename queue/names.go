@@ -6,8 +6,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Names iterates over the names of the queues in db, in byte order, each
@@ -37,7 +37,7 @@ func Names(db *tipkv.DB) iter.Seq2[string, error] {
 		for _, f := range []codec.Family{codec.FamilyQueueItems, codec.FamilyQueueState, codec.FamilyDeadLetters} {
 			lo := codec.AppendFamily(nil, f)
 			// A skip-scan: every seek wants one key.
-			it, err := storage.NewIterN(store, lo, codec.PrefixEnd(lo), 1)
+			it, err := engine.NewIterN(store, lo, codec.PrefixEnd(lo), 1)
 			if err != nil {
 				yield("", fmt.Errorf("queue names: %w", err))
 				return
@@ -80,7 +80,7 @@ func Names(db *tipkv.DB) iter.Seq2[string, error] {
 // nameCursor is a skip-scan over one queue family: it stands on the first
 // key of one queue.
 type nameCursor struct {
-	it     storage.Iter
+	it     engine.Iter
 	ok     bool
 	name   []byte // the queue's name
 	prefix []byte // family | encoded name: every key of the queue starts with it

@@ -10,7 +10,6 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Limits on input. Larger names or values are refused with an error that
@@ -261,7 +260,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 	eb.buf, eb.ends = buf, ends
 	// f is called directly by the write functions (never through a
 	// variable), so that it stays on this stack.
-	f := func(tx *storage.Tx) error {
+	f := func(tx *link.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}
@@ -335,7 +334,7 @@ func (eb *encodeBuf) put() {
 }
 
 // owns checks that tx writes to this queue's DB.
-func (c *core) owns(tx *storage.Tx) error {
+func (c *core) owns(tx *link.Tx) error {
 	if tx.Owner != c.db {
 		return fmt.Errorf("%w: queue %q: the batch belongs to another DB", tipkv.ErrInvalid, c.name)
 	}

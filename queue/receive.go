@@ -10,8 +10,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Message is one message read from a queue. Its memory belongs to the
@@ -261,7 +261,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*
 		}
 		sc.key = c.k.item(sc.key[:0], e.seq)
 		v, err := c.store.Get(sc.key)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, engine.ErrNotFound) {
 			c.remove(e) // gone from under us; nothing to deliver
 			c.enqueued--
 			continue
@@ -289,7 +289,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*
 		seq := c.cursor
 		sc.key = c.k.item(sc.key[:0], seq)
 		v, err := c.store.Get(sc.key)
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, engine.ErrNotFound) {
 			break
 		}
 		if err != nil {
@@ -311,7 +311,7 @@ func (c *core) take(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*
 	// The engine may fetch the keys wanted in one go (a hint: delayed
 	// and dead messages make the read go on past it).
 	sc.lo, sc.hi = c.k.item(sc.lo[:0], c.cursor), c.k.item(sc.hi[:0], c.watermark)
-	it, err := storage.NewIterN(c.store, sc.lo, sc.hi, limit-n)
+	it, err := engine.NewIterN(c.store, sc.lo, sc.hi, limit-n)
 	if err != nil {
 		return fail(err)
 	}
@@ -386,7 +386,7 @@ func (c *core) commitTake(ts []*taken, now time.Time, pop bool, lease time.Durat
 	}
 	sc.consumed = consumed
 	died := now.UnixNano()
-	err := link.Write(c.db, func(tx *storage.Tx) error {
+	err := link.Write(c.db, func(tx *link.Tx) error {
 		b := tx.Batch
 		// The batch copies what it is given, so one buffer serves every
 		// key and value.
@@ -482,7 +482,7 @@ var rangeDeleteMin = 128
 // of at least rangeDeleteMin consecutive numbers with one DeleteRange, a
 // shorter one with point Deletes. Every number is consumed exactly once,
 // so no two tombstones ever cover the same key.
-func (c *core) deleteRuns(b storage.Batch, ss []int64, scratch *[]byte) error {
+func (c *core) deleteRuns(b engine.Batch, ss []int64, scratch *[]byte) error {
 	// The batch copies what it is given, so the keys share one buffer.
 	buf := (*scratch)[:0]
 	defer func() { *scratch = buf }()
@@ -522,7 +522,7 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 	var out []*taken
 	for _, e := range c.readyEntries(limit) {
 		v, err := c.store.Get(c.k.item(nil, e.seq))
-		if errors.Is(err, storage.ErrNotFound) {
+		if errors.Is(err, engine.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -533,7 +533,7 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 	if len(out) == limit || c.cursor >= c.watermark {
 		return out, nil
 	}
-	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-len(out))
+	it, err := engine.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), limit-len(out))
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
@@ -41,7 +40,7 @@ func TestStoredHeadNeverMovesBack(t *testing.T) {
 		done <- db.Update(func(b *tipkv.Batch) error {
 			// Hold the commit between apply and the Ack's own commit
 			// hook, which runs after this one.
-			err := link.Write(b, func(tx *storage.Tx) error {
+			err := link.Write(b, func(tx *link.Tx) error {
 				tx.OnApplied(func() { close(applied) })
 				tx.OnCommit(func() { <-release })
 				return nil

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
-// A queue on a shared engine (storage.Caps.Shared: etcd, SQL), where
+// A queue on a shared engine (engine.Caps.Shared: etcd, SQL), where
 // several processes write the same keys: the package doc, "Shared
 // engines", says what each write requires and why. Memory holds hints only
 // (sharedMem), each checked against the store before it is trusted, or
@@ -44,7 +45,7 @@ type span struct{ lo, hi int64 }
 type sharedMem struct {
 	skew      time.Duration   // Caps.ClockSkew
 	poll      time.Duration   // Caps.PollInterval, when the engine cannot watch
-	watcher   storage.Watcher // nil: poll
+	watcher   engine.Watcher  // nil: poll
 	maxOps    int             // Caps.MaxBatchOps, 0: none
 	maxBytes  int             // Caps.MaxBatchBytes, 0: none
 	maxValue  int             // the largest encoded value an enqueue takes
@@ -72,9 +73,9 @@ type held struct {
 	altDeadline time.Time
 }
 
-func newSharedMem(caps storage.Caps, s storage.Store) *sharedMem {
+func newSharedMem(caps engine.Caps, s engine.Store) *sharedMem {
 	m := &sharedMem{skew: max(caps.ClockSkew, 0), maxOps: caps.MaxBatchOps, maxBytes: caps.MaxBatchBytes, held: map[int64]*held{}}
-	if w, ok := s.(storage.Watcher); ok && caps.Watch {
+	if w, ok := s.(engine.Watcher); ok && caps.Watch {
 		m.watcher = w
 	}
 	m.poll = caps.PollInterval
@@ -119,7 +120,7 @@ type sharedAllocKey struct{ c *core }
 // it read (and requires at commit), the tail it moves.
 type sharedAlloc struct {
 	c      *core
-	tx     *storage.Tx
+	tx     *link.Tx
 	st     state
 	loaded bool
 }
@@ -127,7 +128,7 @@ type sharedAlloc struct {
 // allocShared takes n sequence numbers for tx in a shared queue. The first
 // call in a Tx reads the state key and adds the condition that it holds
 // what was read; the state key is written once, when the Tx prepares.
-func (c *core) allocShared(tx *storage.Tx, n int) (int64, error) {
+func (c *core) allocShared(tx *link.Tx, n int) (int64, error) {
 	a := tx.State(sharedAllocKey{c}, func() any { return &sharedAlloc{c: c, tx: tx} }).(*sharedAlloc)
 	if !a.loaded {
 		v, err := c.store.Get(c.k.state)
@@ -137,16 +138,16 @@ func (c *core) allocShared(tx *storage.Tx, n int) (int64, error) {
 			if err != nil {
 				return 0, fmt.Errorf("state key %x: %w", c.k.state, err)
 			}
-			if err := tx.Batch.Require(storage.Equals(c.k.state, v)); err != nil {
+			if err := tx.Batch.Require(engine.Equals(c.k.state, v)); err != nil {
 				return 0, err
 			}
 			a.st = state{head: max(st.head, 1), tail: max(st.tail, st.head, 1)}
-		case errors.Is(err, storage.ErrNotFound):
+		case errors.Is(err, engine.ErrNotFound):
 			tail, err := c.tailFromKeys()
 			if err != nil {
 				return 0, err
 			}
-			if err := tx.Batch.Require(storage.Absent(c.k.state)); err != nil {
+			if err := tx.Batch.Require(engine.Absent(c.k.state)); err != nil {
 				return 0, err
 			}
 			a.st = state{head: 1, tail: tail}
@@ -295,7 +296,7 @@ func (c *core) scanFrom() (int64, error) {
 	}
 	v, err := c.store.Get(c.k.state)
 	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		return 1, nil
 	case err != nil:
 		return 0, err
@@ -318,7 +319,7 @@ func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 	if err != nil {
 		return err
 	}
-	it, err := storage.NewIterN(c.store, c.k.item(nil, from), c.k.itemEnd, min(n, 1024))
+	it, err := engine.NewIterN(c.store, c.k.item(nil, from), c.k.itemEnd, min(n, 1024))
 	if err != nil {
 		return err
 	}
@@ -394,7 +395,7 @@ func (c *core) advanceHead() {
 	}
 	b := c.store.NewBatch()
 	defer b.Close()
-	if b.Require(storage.Equals(c.k.state, v)) != nil || b.Set(c.k.state, appendState(nil, state{head: head, tail: st.tail})) != nil {
+	if b.Require(engine.Equals(c.k.state, v)) != nil || b.Set(c.k.state, appendState(nil, state{head: head, tail: st.tail})) != nil {
 		return
 	}
 	if b.Apply(false) == nil && b.Wait() == nil {
@@ -439,7 +440,7 @@ func (c *core) statsShared() (Stats, error) {
 			return Stats{}, fmt.Errorf("state key %x: %w", c.k.state, err)
 		}
 		st.Tail = max(s.tail, s.head, 1)
-	case errors.Is(err, storage.ErrNotFound):
+	case errors.Is(err, engine.ErrNotFound):
 		if st.Tail, err = c.tailFromKeys(); err != nil {
 			return Stats{}, err
 		}
@@ -504,7 +505,7 @@ func (c *core) claim(ids []ID) ([]*held, error) {
 		case err == nil && h.alt != nil && bytes.Equal(v, h.alt):
 			h.raw, h.deadline = h.alt, h.altDeadline
 			h.suspect, h.alt = false, nil
-		case err == nil || errors.Is(err, storage.ErrNotFound):
+		case err == nil || errors.Is(err, engine.ErrNotFound):
 			c.forget(h)
 			err = fmt.Errorf("queue %q: message %d (id %s): %w", c.name, h.seq, ID{seq: h.seq, lease: h.lease}, ErrLeaseLost)
 		}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Deliveries and lease writes on a shared engine (see shared.go).
@@ -115,12 +115,12 @@ func (c *core) skipHeld(seq int64, v []byte) bool {
 // writePicked adds to tx what delivering ps does: each item required to
 // hold the bytes read, then leased until deadline (Receive), deleted
 // (Pop), or moved to the dead-letter queue dated now.
-func (c *core) writePicked(tx *storage.Tx, ps []*picked, now, deadline time.Time, pop bool) error {
+func (c *core) writePicked(tx *link.Tx, ps []*picked, now, deadline time.Time, pop bool) error {
 	b := tx.Batch
 	var gone []int64
 	for _, p := range ps {
 		key := c.k.item(nil, p.seq)
-		if err := b.Require(storage.Equals(key, p.raw)); err != nil {
+		if err := b.Require(engine.Equals(key, p.raw)); err != nil {
 			return err
 		}
 		switch {
@@ -161,7 +161,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	var ps []*picked
 	var vals []T
 	var deadline time.Time
-	err := c.write(c.db, func(tx *storage.Tx) error {
+	err := c.write(c.db, func(tx *link.Tx) error {
 		now, err := c.now()
 		if err != nil {
 			return err
@@ -265,7 +265,7 @@ func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 // ackShared is Ack on a shared engine: each item must still hold the
 // bytes this process wrote when it leased it (or last extended it).
 func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
-	return c.write(w, func(tx *storage.Tx) error {
+	return c.write(w, func(tx *link.Tx) error {
 		if err := c.owns(tx); err != nil {
 			return err
 		}
@@ -281,7 +281,7 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 		})
 		tx.OnAbort(func() { c.unclaim(hs) })
 		for i, h := range hs {
-			if err := tx.Batch.Require(storage.Equals(c.k.item(nil, h.seq), h.raw)); err != nil {
+			if err := tx.Batch.Require(engine.Equals(c.k.item(nil, h.seq), h.raw)); err != nil {
 				return err
 			}
 			ss[i] = h.seq
@@ -306,7 +306,7 @@ func (c *core) dropHeld(hs []*held) {
 // at at, 0 for now) or, with lease set, leased until at. It returns the
 // bytes written.
 func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
-	return c.write(c.db, func(tx *storage.Tx) error {
+	return c.write(c.db, func(tx *link.Tx) error {
 		hs, err := c.claim([]ID{id})
 		if err != nil {
 			return err
@@ -336,7 +336,7 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 			tx.OnAbort(func() { c.unclaim(hs) })
 		}
 		key := c.k.item(nil, h.seq)
-		if err := tx.Batch.Require(storage.Equals(key, h.raw)); err != nil {
+		if err := tx.Batch.Require(engine.Equals(key, h.raw)); err != nil {
 			return err
 		}
 		return tx.Batch.Set(key, val)
@@ -353,13 +353,13 @@ const sharedTries = 100
 // has moved on and f's new reads find where (DB.Update's growing pause
 // would let the winner go again and again). A *tipkv.Batch joins its
 // Update, whose function runs again instead.
-func (c *core) write(w tipkv.Writer, f func(*storage.Tx) error) error {
+func (c *core) write(w tipkv.Writer, f func(*link.Tx) error) error {
 	if _, ok := w.(*tipkv.DB); !ok {
 		return link.Write(w, f)
 	}
 	for try := 1; ; try++ {
 		err := link.WriteOnce(w, f)
-		if err == nil || !errors.Is(err, storage.ErrConditionFailed) {
+		if err == nil || !errors.Is(err, engine.ErrConditionFailed) {
 			return err
 		}
 		if try == sharedTries {
@@ -373,7 +373,7 @@ func (c *core) write(w tipkv.Writer, f func(*storage.Tx) error) error {
 }
 
 // writeAny is write for a Writer given as any (link.Write's signature).
-func (c *core) writeAny(w any, f func(*storage.Tx) error) error {
+func (c *core) writeAny(w any, f func(*link.Tx) error) error {
 	tw, ok := w.(tipkv.Writer)
 	if !ok {
 		return link.Write(w, f) // the error it gives

@@ -8,24 +8,24 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
 // seekStore counts the seeks of its iterators, by target.
 type seekStore struct {
-	storage.Store
+	engine.Store
 	seeks map[string]int
 }
 
-func (s *seekStore) NewIter(lo, hi []byte) (storage.Iter, error) {
+func (s *seekStore) NewIter(lo, hi []byte) (engine.Iter, error) {
 	it, err := s.Store.NewIter(lo, hi)
 	return &seekIter{Iter: it, s: s}, err
 }
 
 type seekIter struct {
-	storage.Iter
+	engine.Iter
 	s *seekStore
 }
 

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // shared is what every queue of one DB shares; it lives in the DB's
@@ -45,7 +44,7 @@ type sharedKey struct{}
 // allocates nothing for it.
 type txState struct {
 	sh     *shared // nil until the hooks are registered
-	tx     *storage.Tx
+	tx     *link.Tx
 	writes []stateWrite // one per queue, in order of first use
 	one    [1]stateWrite
 	buf    [1 + 4*binary.MaxVarintLen64]byte
@@ -85,7 +84,7 @@ type stateWrite struct {
 // assign, both computed just before the batch is applied. Several calls in
 // one Tx for one queue add up. es is the caller's until tx is applied or
 // aborted: it must not change it meanwhile.
-func (c *core) writeState(tx *storage.Tx, es []*entry) {
+func (c *core) writeState(tx *link.Tx, es []*entry) {
 	// (Allocations matter here: an Ack of one message runs this.)
 	ts := tx.State(txStateKey{}, newTxState).(*txState)
 	if ts.sh == nil {

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Wait blocks until a message is visible, then returns nil; Receive may
@@ -162,7 +162,7 @@ func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 // at now. Delayed messages it passes on the way are set aside as waiting,
 // so that the next call does not read them again.
 func (c *core) freshVisible(now time.Time) (bool, error) {
-	it, err := storage.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), 1) // usually the first answers
+	it, err := engine.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), 1) // usually the first answers
 	if err != nil {
 		return false, err
 	}

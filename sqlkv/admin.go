@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Flush implements storage.Admin: every commit is durable when it returns,
+// Flush implements engine.Admin: every commit is durable when it returns,
 // so there is nothing to flush.
 func (s *Store) Flush() error {
 	if err := s.enter(); err != nil {
@@ -15,7 +15,7 @@ func (s *Store) Flush() error {
 	return nil
 }
 
-// Compact implements storage.Admin: on PostgreSQL, VACUUM (ANALYZE) of the
+// Compact implements engine.Admin: on PostgreSQL, VACUUM (ANALYZE) of the
 // whole table (VACUUM has no key range), which makes the space of deleted
 // rows reusable and refreshes the planner's statistics. Autovacuum does
 // the same in the background (see the table's settings in the README);
@@ -51,14 +51,14 @@ func (s *Store) Sizes() (total, index uint64, err error) {
 	return uint64(t), uint64(i), nil
 }
 
-// DiskUsage implements storage.Admin: the table's size, indexes included
+// DiskUsage implements engine.Admin: the table's size, indexes included
 // (0 on CockroachDB, which does not say).
 func (s *Store) DiskUsage() (uint64, error) {
 	t, _, err := s.Sizes()
 	return t, err
 }
 
-// Metrics implements storage.Admin: one status line.
+// Metrics implements engine.Admin: one status line.
 func (s *Store) Metrics() (string, error) {
 	t, i, err := s.Sizes()
 	if err != nil {

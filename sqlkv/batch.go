@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 type opKind uint8
@@ -22,13 +22,13 @@ type op struct {
 	end  []byte // DeleteRange only
 }
 
-// batch is a storage.Batch. It buffers writes and conditions, copies of
+// batch is a engine.Batch. It buffers writes and conditions, copies of
 // the caller's bytes, and sends them at Apply as one transaction in one
 // round trip (see plan).
 type batch struct {
 	s      *Store
 	ops    []op
-	conds  []storage.Cond
+	conds  []engine.Cond
 	size   int
 	err    error // a write or condition was refused: the whole batch is
 	closed bool
@@ -42,18 +42,18 @@ func (b *batch) room(n int, cond bool) error {
 	c := b.s.cfg
 	switch {
 	case cond && len(b.conds)+1 > c.MaxBatchOps:
-		b.err = fmt.Errorf("%w: sqlkv: more than %d conditions in one batch; split the Update", storage.ErrInvalid, c.MaxBatchOps)
+		b.err = fmt.Errorf("%w: sqlkv: more than %d conditions in one batch; split the Update", engine.ErrInvalid, c.MaxBatchOps)
 	case !cond && len(b.ops)+1 > c.MaxBatchOps:
-		b.err = fmt.Errorf("%w: sqlkv: more than %d writes in one batch; split the Update", storage.ErrInvalid, c.MaxBatchOps)
+		b.err = fmt.Errorf("%w: sqlkv: more than %d writes in one batch; split the Update", engine.ErrInvalid, c.MaxBatchOps)
 	case b.size+n > c.MaxBatchBytes:
-		b.err = fmt.Errorf("%w: sqlkv: the batch would hold more than %d bytes; split the Update", storage.ErrInvalid, c.MaxBatchBytes)
+		b.err = fmt.Errorf("%w: sqlkv: the batch would hold more than %d bytes; split the Update", engine.ErrInvalid, c.MaxBatchBytes)
 	}
 	return b.err
 }
 
 func (b *batch) Set(key, value []byte) error {
 	if len(value) > b.s.cfg.MaxValueSize && b.err == nil {
-		b.err = fmt.Errorf("%w: sqlkv: a value of %d bytes at key %x is over the limit of %d", storage.ErrInvalid, len(value), key, b.s.cfg.MaxValueSize)
+		b.err = fmt.Errorf("%w: sqlkv: a value of %d bytes at key %x is over the limit of %d", engine.ErrInvalid, len(value), key, b.s.cfg.MaxValueSize)
 	}
 	if err := b.room(len(key)+len(value), false); err != nil {
 		return err
@@ -81,7 +81,7 @@ func (b *batch) DeleteRange(lo, hi []byte) error {
 	return nil
 }
 
-func (b *batch) Require(c storage.Cond) error {
+func (b *batch) Require(c engine.Cond) error {
 	if err := c.Check(); err != nil {
 		if b.err == nil {
 			b.err = err
@@ -91,7 +91,7 @@ func (b *batch) Require(c storage.Cond) error {
 	if err := b.room(c.Size(), true); err != nil {
 		return err
 	}
-	b.conds = append(b.conds, storage.Cond{Kind: c.Kind, Key: bytes.Clone(c.Key), End: bytes.Clone(c.End), Value: bytes.Clone(c.Value)})
+	b.conds = append(b.conds, engine.Cond{Kind: c.Kind, Key: bytes.Clone(c.Key), End: bytes.Clone(c.End), Value: bytes.Clone(c.Value)})
 	b.size += c.Size()
 	return nil
 }
@@ -100,7 +100,7 @@ func (b *batch) Empty() bool { return len(b.ops) == 0 }
 func (b *batch) Len() int    { return len(b.ops) }
 func (b *batch) Size() int   { return b.size }
 
-// Apply implements storage.Batch. Every commit is durable when it
+// Apply implements engine.Batch. Every commit is durable when it
 // returns (PostgreSQL's synchronous_commit decides how), so sync changes
 // nothing and Wait returns at once.
 func (b *batch) Apply(bool) error {
@@ -108,7 +108,7 @@ func (b *batch) Apply(bool) error {
 		return b.err
 	}
 	if b.closed {
-		return fmt.Errorf("%w: sqlkv: Apply on a closed batch", storage.ErrInvalid)
+		return fmt.Errorf("%w: sqlkv: Apply on a closed batch", engine.ErrInvalid)
 	}
 	if err := b.s.enter(); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -37,9 +37,9 @@ func BenchmarkGuardedPut(b *testing.B) {
 		b.ResetTimer()
 		for i := range b.N {
 			v := int64(i)
-			err := apply(s, func(bt storage.Batch) {
-				_ = bt.Require(storage.Present(vkey("d", v)))
-				_ = bt.Require(storage.Absent(vkey("d", v+1)))
+			err := apply(s, func(bt engine.Batch) {
+				_ = bt.Require(engine.Present(vkey("d", v)))
+				_ = bt.Require(engine.Absent(vkey("d", v+1)))
 				_ = bt.Set(vkey("d", v+1), val)
 			})
 			if err != nil {
@@ -73,7 +73,7 @@ func BenchmarkGuardedPut(b *testing.B) {
 func BenchmarkNewest(b *testing.B) {
 	setup := func(b *testing.B) (*sqlkv.Store, string) {
 		s, t := benchStore(b)
-		require.NoError(b, apply(s, func(bt storage.Batch) {
+		require.NoError(b, apply(s, func(bt engine.Batch) {
 			for v := int64(1); v <= 20; v++ {
 				_ = bt.Set(vkey("d", v), []byte(fmt.Sprintf(`{"version":%d}`, v)))
 			}
@@ -159,7 +159,7 @@ func BenchmarkBatch100(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := range b.N {
-			err := apply(s, func(bt storage.Batch) {
+			err := apply(s, func(bt engine.Batch) {
 				for j := range 100 {
 					_ = bt.Set(key(i*100+j), val)
 				}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -35,12 +35,12 @@ func TestChurnTableSize(t *testing.T) {
 		s := openStore(t, sqlkv.Config{Table: name})
 		var peak uint64
 		for r := range rounds {
-			require.NoError(t, apply(s, func(b storage.Batch) {
+			require.NoError(t, apply(s, func(b engine.Batch) {
 				for i := range 1000 {
 					_ = b.Set(qkey("q", int64(r*1000+i)), val)
 				}
 			}))
-			require.NoError(t, apply(s, func(b storage.Batch) {
+			require.NoError(t, apply(s, func(b engine.Batch) {
 				_ = b.DeleteRange(qkey("q", int64(r*1000)), qkey("q", int64(r*1000+1000)))
 			}))
 			if r%20 == 0 || r == rounds-1 {

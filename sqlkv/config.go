@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // Dialect is the SQL engine behind the connection. The wire protocol is
@@ -127,7 +127,7 @@ type Config struct {
 	// limits (Limits) when set.
 	MaxBatchOps, MaxBatchBytes, MaxValueSize int
 	// ClockSkew is the margin allowed between the clocks of the processes
-	// sharing the table (see storage.Caps). The default is 500 ms.
+	// sharing the table (see engine.Caps). The default is 500 ms.
 	ClockSkew time.Duration
 	// MaxConns is the size of the pool the store makes from DSN, unless
 	// the DSN sets pool_max_conns. Every iterator or snapshot still open
@@ -155,7 +155,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Table = "tipkv"
 	}
 	if c.Dialect < Postgres || c.Dialect > Cockroach {
-		return c, fmt.Errorf("%w: sqlkv: unknown dialect %d", storage.ErrInvalid, c.Dialect)
+		return c, fmt.Errorf("%w: sqlkv: unknown dialect %d", engine.ErrInvalid, c.Dialect)
 	}
 	if c.Isolation == IsolationDefault {
 		c.Isolation = ReadCommitted
@@ -164,7 +164,7 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if c.Isolation < ReadCommitted || c.Isolation > RepeatableRead {
-		return c, fmt.Errorf("%w: sqlkv: unknown isolation %d", storage.ErrInvalid, c.Isolation)
+		return c, fmt.Errorf("%w: sqlkv: unknown isolation %d", engine.ErrInvalid, c.Isolation)
 	}
 	if c.Dialect != Postgres {
 		c.NoWatch = true // no LISTEN/NOTIFY (YugabyteDB's is behind an early-access flag)
@@ -198,11 +198,11 @@ func (c Config) withDefaults() (Config, error) {
 func ident(table string) (string, error) {
 	parts := strings.Split(table, ".")
 	if len(parts) > 2 {
-		return "", fmt.Errorf("%w: sqlkv: table name %q has more than one dot", storage.ErrInvalid, table)
+		return "", fmt.Errorf("%w: sqlkv: table name %q has more than one dot", engine.ErrInvalid, table)
 	}
 	for _, p := range parts {
 		if p == "" || len(p) > 63 {
-			return "", fmt.Errorf("%w: sqlkv: bad table name %q", storage.ErrInvalid, table)
+			return "", fmt.Errorf("%w: sqlkv: bad table name %q", engine.ErrInvalid, table)
 		}
 	}
 	return pgx.Identifier(parts).Sanitize(), nil

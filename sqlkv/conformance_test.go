@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/storetest"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/engine/enginetest"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -25,11 +25,11 @@ func TestConformance(t *testing.T) {
 	}
 	for _, m := range matrix {
 		t.Run(m.name, func(t *testing.T) {
-			storetest.Run(t, storetest.Harness{
-				Open: func(t testing.TB) storage.Store {
+			enginetest.Run(t, enginetest.Harness{
+				Open: func(t testing.TB) engine.Store {
 					return openStore(t, m.cfg)
 				},
-				Second: func(t testing.TB, s storage.Store) storage.Store {
+				Second: func(t testing.TB, s engine.Store) engine.Store {
 					return second(t, s)
 				},
 			})

@@ -13,7 +13,7 @@
 // REPEATABLE READ view, paged with tight bounds (iter.go); changes are
 // pushed by LISTEN/NOTIFY for the key families that waits watch, and
 // polled otherwise (watch.go). A commit whose outcome the client cannot
-// know matches storage.ErrUnknownOutcome and is never retried.
+// know matches engine.ErrUnknownOutcome and is never retried.
 //
 // bytea compares as bytes.Compare, which is tipkv's key order; newest-first
 // reads are forward scans of the primary key (versions are stored in

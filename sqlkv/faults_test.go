@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -55,8 +55,8 @@ func TestUnknownOutcomeWhenCommitIsCut(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		done <- apply(s, func(b storage.Batch) {
-			_ = b.Require(storage.Absent(k))
+		done <- apply(s, func(b engine.Batch) {
+			_ = b.Require(engine.Absent(k))
 			_ = b.Set(k, []byte("maybe"))
 		})
 	}()
@@ -64,8 +64,8 @@ func TestUnknownOutcomeWhenCommitIsCut(t *testing.T) {
 	_, err := s.Pool().Exec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
 	require.NoError(t, err)
 	err = <-done
-	require.ErrorIs(t, err, storage.ErrUnknownOutcome)
-	require.NotErrorIs(t, err, storage.ErrConditionFailed)
+	require.ErrorIs(t, err, engine.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, engine.ErrConditionFailed)
 
 	setServer(t, s, "synchronous_standby_names", "")
 	s.Pool().Reset()
@@ -92,9 +92,9 @@ func TestTerminatedBeforeCommitIsNotApplied(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		done <- apply(s, func(b storage.Batch) {
+		done <- apply(s, func(b engine.Batch) {
 			_ = b.Set(k, []byte("never"))
-			_ = b.Require(storage.Equals(gate, []byte("g")))
+			_ = b.Require(engine.Equals(gate, []byte("g")))
 		})
 	}()
 	waitFor(t, s, done, "SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
@@ -102,11 +102,11 @@ func TestTerminatedBeforeCommitIsNotApplied(t *testing.T) {
 	require.NoError(t, err)
 	err = <-done
 	require.Error(t, err)
-	require.NotErrorIs(t, err, storage.ErrUnknownOutcome)
-	require.NotErrorIs(t, err, storage.ErrConditionFailed)
+	require.NotErrorIs(t, err, engine.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, engine.ErrConditionFailed)
 	require.NoError(t, blocker.Rollback(ctx))
 	_, err = s.Get(k)
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.ErrorIs(t, err, engine.ErrNotFound)
 	// The pool replaced the connection: the store goes on.
 	mustSet(t, s, k, []byte("later"))
 }
@@ -126,9 +126,9 @@ func TestServerStopAndRestart(t *testing.T) {
 			restartServer(t)
 		}
 	}()
-	err := apply(s, func(b storage.Batch) { _ = b.Set(qkey("q", 2), []byte("during")) })
+	err := apply(s, func(b engine.Batch) { _ = b.Set(qkey("q", 2), []byte("during")) })
 	require.Error(t, err, "a batch on a stopped server")
-	unknown := errors.Is(err, storage.ErrUnknownOutcome)
+	unknown := errors.Is(err, engine.ErrUnknownOutcome)
 	t.Logf("a batch on a stopped server: %v", err)
 	restartServer(t)
 	restarted = true
@@ -140,7 +140,7 @@ func TestServerStopAndRestart(t *testing.T) {
 	}
 	_, err = s.Get(qkey("q", 2))
 	if !unknown {
-		require.ErrorIs(t, err, storage.ErrNotFound, "a batch that failed with a known outcome wrote nothing")
+		require.ErrorIs(t, err, engine.ErrNotFound, "a batch that failed with a known outcome wrote nothing")
 	}
 	mustSet(t, s, qkey("q", 3), []byte("after"))
 }

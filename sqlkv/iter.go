@@ -8,20 +8,20 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // Page sizes: the first page is small (a newest-first read wants one row),
 // later ones grow fourfold to maxPage, so a long range costs few round
 // trips and a short one reads little. A reader that says how many keys it
-// expects (storage.NewIterN) gets that many in its first page, up to
+// expects (engine.NewIterN) gets that many in its first page, up to
 // maxPage: a point read (n = 1) is one statement with LIMIT 1.
 const (
 	firstPage = 8
 	maxPage   = 1024
 )
 
-// iter is a storage.Iter over [lo, hi), paged with tight bounds:
+// iter is a engine.Iter over [lo, hi), paged with tight bounds:
 //
 //	SELECT k, v FROM t WHERE k >= $from AND k < $upper ORDER BY k LIMIT n
 //
@@ -64,11 +64,11 @@ func newIter(s *Store, snap *holder, lo, hi []byte, n int) *iter {
 // fetch runs a page query on the iterator's view.
 func (it *iter) fetch(pq *pageQuery) error {
 	if it.closed {
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	if it.s.closedFlag.Load() {
 		it.drop()
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	if it.full {
 		it.fromAll(pq)
@@ -122,7 +122,7 @@ func (it *iter) fromAll(pq *pageQuery) {
 
 func (it *iter) fail(err error) bool {
 	if isClosed(err) {
-		it.err = storage.ErrClosed
+		it.err = engine.ErrClosed
 	} else {
 		it.err = fmt.Errorf("sqlkv: read [%x, %x): %w", it.lo, it.hi, err)
 	}
@@ -145,7 +145,7 @@ func (it *iter) seek(from, upper []byte) bool {
 	it.buf, it.pos, it.more, it.upper = nil, 0, false, upper
 	if bytes.Compare(from, upper) >= 0 {
 		if it.closed || it.s.closedFlag.Load() {
-			return it.fail(storage.ErrClosed)
+			return it.fail(engine.ErrClosed)
 		}
 		return false
 	}
@@ -186,7 +186,7 @@ func (it *iter) Next() bool {
 	}
 	if it.closed || it.s.closedFlag.Load() {
 		it.drop()
-		return it.fail(storage.ErrClosed)
+		return it.fail(engine.ErrClosed)
 	}
 	it.pos++
 	if it.pos < len(it.buf) {
@@ -229,7 +229,7 @@ func (it *iter) Value() ([]byte, error) {
 		if it.err != nil {
 			return nil, it.err
 		}
-		return nil, fmt.Errorf("%w: sqlkv: Value on an iterator not at a key", storage.ErrInvalid)
+		return nil, fmt.Errorf("%w: sqlkv: Value on an iterator not at a key", engine.ErrInvalid)
 	}
 	return it.buf[it.pos].v, nil
 }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -193,7 +193,7 @@ func openStore(t testing.TB, cfg sqlkv.Config) *sqlkv.Store {
 
 // second opens another store (another pool: as another process would) on
 // s's table.
-func second(t testing.TB, s storage.Store) *sqlkv.Store {
+func second(t testing.TB, s engine.Store) *sqlkv.Store {
 	t.Helper()
 	cfg := s.(*sqlkv.Store).Config()
 	cfg.Pool, cfg.DSN = nil, dsn

@@ -18,10 +18,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/conformance"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/queue"
 	"github.com/tipkv/tipkv/sqlkv"
+	"github.com/tipkv/tipkv/tipkvtest"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -43,7 +43,7 @@ import (
 //   - every commit whose outcome was unknown was resolved by reading back
 //     (a producer reads its own document; a consumer's Ack is retried,
 //     which is safe: an Ack that landed fails with ErrLeaseLost);
-//   - the store passes conformance.Healthy.
+//   - the store passes tipkvtest.Healthy.
 //
 // Each producer's Update writes its own document (the number of its
 // batch), a version of the shared document, and enqueues ten messages; a
@@ -163,7 +163,7 @@ func TestMultiProcess(t *testing.T) {
 		consumed = append(consumed, popAll(t, db, "done-"+r)...)
 	}
 	mpCheck(t, log, consumed, drained)
-	conformance.Healthy(t, db)
+	tipkvtest.Healthy(t, db)
 }
 
 // mpMsg is a message: producer P's batch N, message K of it.

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // A batch becomes one transaction, sent as one pipeline (one round trip
@@ -152,13 +152,13 @@ func keyPrefix(k []byte) ([]byte, bool) {
 	return nil, false
 }
 
-func (s *Store) plan(ops []op, conds []storage.Cond) *plan {
+func (s *Store) plan(ops []op, conds []engine.Cond) *plan {
 	p := &plan{}
 	iso := s.cfg.Isolation
 	g := guardNone
 	var exclusive [][]byte
 	for _, c := range conds {
-		if c.Kind != storage.RangeEmpty {
+		if c.Kind != engine.RangeEmpty {
 			continue
 		}
 		switch {
@@ -201,7 +201,7 @@ func (s *Store) plan(ops []op, conds []storage.Cond) *plan {
 	} else if s.cfg.Dialect == Postgres && iso == ReadCommitted {
 		locked := map[string]bool{} // prefixes with a row locked by a condition
 		for _, c := range conds {
-			if c.Kind == storage.KeyPresent || c.Kind == storage.KeyEquals {
+			if c.Kind == engine.KeyPresent || c.Kind == engine.KeyEquals {
 				if pre, ok := keyPrefix(c.Key); ok {
 					locked[string(pre)] = true
 				}
@@ -237,7 +237,7 @@ func (s *Store) plan(ops []op, conds []storage.Cond) *plan {
 
 	var los, his [][]byte
 	for _, c := range conds {
-		if c.Kind == storage.RangeEmpty {
+		if c.Kind == engine.RangeEmpty {
 			los, his = append(los, c.Key), append(his, c.End)
 		}
 	}
@@ -248,16 +248,16 @@ func (s *Store) plan(ops []op, conds []storage.Cond) *plan {
 	default: // new documents in one Update: one statement, not one each
 		p.add(kCond, "a range required empty is not empty", s.q.rangesEmpty, los, his)
 	}
-	points := make([]storage.Cond, 0, len(conds))
+	points := make([]engine.Cond, 0, len(conds))
 	for _, c := range conds {
-		if c.Kind == storage.KeyPresent || c.Kind == storage.KeyEquals {
+		if c.Kind == engine.KeyPresent || c.Kind == engine.KeyEquals {
 			points = append(points, c)
 		}
 	}
 	sort.SliceStable(points, func(i, j int) bool { return bytes.Compare(points[i].Key, points[j].Key) < 0 })
 	for _, c := range points {
 		w := written(c.Key)
-		if c.Kind == storage.KeyPresent {
+		if c.Kind == engine.KeyPresent {
 			q := s.q.present
 			if w {
 				q = s.q.presentLock
@@ -278,7 +278,7 @@ func (s *Store) plan(ops []op, conds []storage.Cond) *plan {
 	var holders [][]byte
 	seen := map[string]bool{}
 	for _, c := range conds {
-		if c.Kind != storage.KeyAbsent || seen[string(c.Key)] {
+		if c.Kind != engine.KeyAbsent || seen[string(c.Key)] {
 			continue
 		}
 		seen[string(c.Key)] = true
@@ -489,17 +489,17 @@ func classify(st stmt, err error) error {
 	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		return fmt.Errorf("%w: sqlkv: the connection failed after the batch was sent: %v", storage.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: sqlkv: the connection failed after the batch was sent: %v", engine.ErrUnknownOutcome, err)
 	}
 	switch {
 	case pe.Code == "40001" || pe.Code == "40P01":
-		return fmt.Errorf("%w: sqlkv: %s (SQLSTATE %s)", storage.ErrConditionFailed, pe.Message, pe.Code)
+		return fmt.Errorf("%w: sqlkv: %s (SQLSTATE %s)", engine.ErrConditionFailed, pe.Message, pe.Code)
 	case pe.Code == "40003":
-		return fmt.Errorf("%w: sqlkv: %s (SQLSTATE %s)", storage.ErrUnknownOutcome, pe.Message, pe.Code)
+		return fmt.Errorf("%w: sqlkv: %s (SQLSTATE %s)", engine.ErrUnknownOutcome, pe.Message, pe.Code)
 	case st.kind == kCommit && pe.Severity != "ERROR":
-		return fmt.Errorf("%w: sqlkv: COMMIT failed with %s %s: %s", storage.ErrUnknownOutcome, pe.Severity, pe.Code, pe.Message)
+		return fmt.Errorf("%w: sqlkv: COMMIT failed with %s %s: %s", engine.ErrUnknownOutcome, pe.Severity, pe.Code, pe.Message)
 	case st.kind == kCond && (pe.Code == "22012" || pe.Code == "23505"):
-		return fmt.Errorf("%w: %s", storage.ErrConditionFailed, st.what)
+		return fmt.Errorf("%w: %s", engine.ErrConditionFailed, st.what)
 	}
 	return fmt.Errorf("sqlkv: apply (not applied): %w", err)
 }

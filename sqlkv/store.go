@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Open opens the table that cfg names (creating it if missing) and returns
@@ -36,7 +36,7 @@ func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, erro
 	return db.(*tipkv.DB), nil
 }
 
-// Store is a storage.Store on one SQL table (k bytea PRIMARY KEY, v bytea).
+// Store is a engine.Store on one SQL table (k bytea PRIMARY KEY, v bytea).
 // It is safe for concurrent use.
 type Store struct {
 	cfg     Config
@@ -66,11 +66,11 @@ type Store struct {
 }
 
 var (
-	_ storage.Store   = (*Store)(nil)
-	_ storage.Admin   = (*Store)(nil)
-	_ storage.Watcher = (*Store)(nil)
-	_ storage.Sizer   = (*Store)(nil)
-	_ storage.Sizer   = (*snapshot)(nil)
+	_ engine.Store   = (*Store)(nil)
+	_ engine.Admin   = (*Store)(nil)
+	_ engine.Watcher = (*Store)(nil)
+	_ engine.Sizer   = (*Store)(nil)
+	_ engine.Sizer   = (*snapshot)(nil)
 )
 
 // NewStore opens the table that cfg names, creating it if missing, and
@@ -95,7 +95,7 @@ func NewStore(ctx context.Context, cfg Config) (*Store, error) {
 	if s.pool == nil {
 		pc, err := pgxpool.ParseConfig(cfg.DSN)
 		if err != nil {
-			return nil, fmt.Errorf("%w: sqlkv: %v", storage.ErrInvalid, err)
+			return nil, fmt.Errorf("%w: sqlkv: %v", engine.ErrInvalid, err)
 		}
 		if !strings.Contains(cfg.DSN, "pool_max_conns") {
 			pc.MaxConns = cfg.MaxConns
@@ -148,9 +148,9 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Config returns the configuration in force, defaults filled in.
 func (s *Store) Config() Config { return s.cfg }
 
-// Caps implements storage.Store.
-func (s *Store) Caps() storage.Caps {
-	c := storage.Caps{
+// Caps implements engine.Store.
+func (s *Store) Caps() engine.Caps {
+	c := engine.Caps{
 		Shared:        true,
 		Watch:         !s.cfg.NoWatch,
 		MaxBatchOps:   s.cfg.MaxBatchOps,
@@ -170,7 +170,7 @@ func (s *Store) enter() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	s.calls.Add(1)
 	return nil
@@ -178,7 +178,7 @@ func (s *Store) enter() error {
 
 func (s *Store) exit() { s.calls.Done() }
 
-// Get implements storage.Store.
+// Get implements engine.Store.
 func (s *Store) Get(key []byte) ([]byte, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -195,7 +195,7 @@ func (s *Store) get(ctx context.Context, q querier, key []byte) ([]byte, error) 
 	var v []byte
 	err := q.QueryRow(ctx, s.q.get, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, storage.ErrNotFound
+		return nil, engine.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlkv: get %x: %w", key, err)
@@ -206,15 +206,15 @@ func (s *Store) get(ctx context.Context, q querier, key []byte) ([]byte, error) 
 	return v, nil
 }
 
-// NewIter implements storage.Store. The iterator reads one REPEATABLE READ
+// NewIter implements engine.Store. The iterator reads one REPEATABLE READ
 // transaction, begun with its first page; see iter.
-func (s *Store) NewIter(lo, hi []byte) (storage.Iter, error) { return s.NewIterN(lo, hi, 0) }
+func (s *Store) NewIter(lo, hi []byte) (engine.Iter, error) { return s.NewIterN(lo, hi, 0) }
 
-// NewIterN implements storage.Sizer: the iterator's first page holds n
+// NewIterN implements engine.Sizer: the iterator's first page holds n
 // rows (up to 1,024), so a read that wants n keys is one statement.
-func (s *Store) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
+func (s *Store) NewIterN(lo, hi []byte, n int) (engine.Iter, error) {
 	if len(lo) == 0 || hi == nil {
-		return nil, fmt.Errorf("%w: sqlkv: unbounded iterator [%x, %x)", storage.ErrInvalid, lo, hi)
+		return nil, fmt.Errorf("%w: sqlkv: unbounded iterator [%x, %x)", engine.ErrInvalid, lo, hi)
 	}
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -223,11 +223,11 @@ func (s *Store) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
 	return newIter(s, nil, lo, hi, n), nil
 }
 
-// NewSnapshot implements storage.Store: a REPEATABLE READ, read-only
+// NewSnapshot implements engine.Store: a REPEATABLE READ, read-only
 // transaction on a connection of its own, whose snapshot is taken before
 // NewSnapshot returns. It holds that connection, and holds back the
 // vacuuming of rows deleted after it, until Close.
-func (s *Store) NewSnapshot() (storage.Snapshot, error) {
+func (s *Store) NewSnapshot() (engine.Snapshot, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -239,17 +239,17 @@ func (s *Store) NewSnapshot() (storage.Snapshot, error) {
 	return &snapshot{s: s, h: h}, nil
 }
 
-// NewBatch implements storage.Store.
-func (s *Store) NewBatch() storage.Batch { return &batch{s: s} }
+// NewBatch implements engine.Store.
+func (s *Store) NewBatch() engine.Batch { return &batch{s: s} }
 
-// Close implements storage.Store. It waits for calls in flight, ends open
+// Close implements engine.Store. It waits for calls in flight, ends open
 // iterators and snapshots (their next call reports ErrClosed) and watches
 // (their channels close), and closes the pool if the store made it.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	s.closed = true
 	s.closedFlag.Store(true)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -36,16 +36,16 @@ func stateKey(name string) []byte {
 	return codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name)
 }
 
-func apply(s storage.Store, f func(b storage.Batch)) error {
+func apply(s engine.Store, f func(b engine.Batch)) error {
 	b := s.NewBatch()
 	defer b.Close()
 	f(b)
 	return b.Apply(true)
 }
 
-func mustSet(t testing.TB, s storage.Store, kv ...[]byte) {
+func mustSet(t testing.TB, s engine.Store, kv ...[]byte) {
 	t.Helper()
-	require.NoError(t, apply(s, func(b storage.Batch) {
+	require.NoError(t, apply(s, func(b engine.Batch) {
 		for i := 0; i < len(kv); i += 2 {
 			require.NoError(t, b.Set(kv[i], kv[i+1]))
 		}
@@ -81,89 +81,89 @@ func TestConditionsWithWrites(t *testing.T) {
 			present, empty, missing := qkey("q", 1), qkey("q", 2), qkey("q", 3)
 			cases := []struct {
 				name  string
-				f     func(b storage.Batch)
+				f     func(b engine.Batch)
 				ok    bool
 				after map[string]string // key -> value after ("" absent, "=" empty)
 			}{
-				{"absent alone on a missing key", func(b storage.Batch) { _ = b.Require(storage.Absent(missing)) }, true, map[string]string{string(missing): ""}},
-				{"absent alone on a present key", func(b storage.Batch) { _ = b.Require(storage.Absent(present)) }, false, nil},
-				{"absent alone on an empty value", func(b storage.Batch) { _ = b.Require(storage.Absent(empty)) }, false, nil},
-				{"absent and a set of the key", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(missing))
+				{"absent alone on a missing key", func(b engine.Batch) { _ = b.Require(engine.Absent(missing)) }, true, map[string]string{string(missing): ""}},
+				{"absent alone on a present key", func(b engine.Batch) { _ = b.Require(engine.Absent(present)) }, false, nil},
+				{"absent alone on an empty value", func(b engine.Batch) { _ = b.Require(engine.Absent(empty)) }, false, nil},
+				{"absent and a set of the key", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(missing))
 					_ = b.Set(missing, []byte("new"))
 				}, true, map[string]string{string(missing): "new"}},
-				{"absent and a set of a present key", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(present))
+				{"absent and a set of a present key", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(present))
 					_ = b.Set(present, []byte("over"))
 				}, false, map[string]string{string(present): "one"}},
-				{"absent, a delete-range over the key, then a set", func(b storage.Batch) {
+				{"absent, a delete-range over the key, then a set", func(b engine.Batch) {
 					_ = b.DeleteRange(qkey("q", 1), qkey("q", 2))
 					_ = b.Set(present, []byte("over"))
-					_ = b.Require(storage.Absent(present))
+					_ = b.Require(engine.Absent(present))
 				}, false, map[string]string{string(present): "one"}},
-				{"absent and a delete of the key", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(missing))
+				{"absent and a delete of the key", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(missing))
 					_ = b.Delete(missing)
 				}, true, map[string]string{string(missing): ""}},
-				{"absent, set, delete", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(missing))
+				{"absent, set, delete", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(missing))
 					_ = b.Set(missing, []byte("x"))
 					_ = b.Delete(missing)
 				}, true, map[string]string{string(missing): ""}},
-				{"absent twice", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(missing))
-					_ = b.Require(storage.Absent(missing))
+				{"absent twice", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(missing))
+					_ = b.Require(engine.Absent(missing))
 					_ = b.Set(qkey("other", 1), []byte("x"))
 				}, true, map[string]string{string(qkey("other", 1)): "x"}},
-				{"absent and present of one key", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(missing))
-					_ = b.Require(storage.Present(missing))
+				{"absent and present of one key", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(missing))
+					_ = b.Require(engine.Present(missing))
 				}, false, nil},
-				{"absent and present of one present key", func(b storage.Batch) {
-					_ = b.Require(storage.Present(present))
-					_ = b.Require(storage.Absent(present))
+				{"absent and present of one present key", func(b engine.Batch) {
+					_ = b.Require(engine.Present(present))
+					_ = b.Require(engine.Absent(present))
 				}, false, nil},
-				{"present and a delete", func(b storage.Batch) {
-					_ = b.Require(storage.Present(empty))
+				{"present and a delete", func(b engine.Batch) {
+					_ = b.Require(engine.Present(empty))
 					_ = b.Delete(empty)
 				}, true, map[string]string{string(empty): ""}},
-				{"equals and a set", func(b storage.Batch) {
-					_ = b.Require(storage.Equals(present, []byte("one")))
+				{"equals and a set", func(b engine.Batch) {
+					_ = b.Require(engine.Equals(present, []byte("one")))
 					_ = b.Set(present, []byte("two"))
 				}, true, map[string]string{string(present): "two"}},
-				{"equals a stale value", func(b storage.Batch) {
-					_ = b.Require(storage.Equals(present, []byte("two")))
+				{"equals a stale value", func(b engine.Batch) {
+					_ = b.Require(engine.Equals(present, []byte("two")))
 					_ = b.Set(present, []byte("three"))
 				}, false, map[string]string{string(present): "one"}},
-				{"equals empty on a missing key", func(b storage.Batch) { _ = b.Require(storage.Equals(missing, nil)) }, false, nil},
-				{"empty range and a set inside it", func(b storage.Batch) {
-					_ = b.Require(storage.Empty(qkey("r", 1), qkey("r", 9)))
+				{"equals empty on a missing key", func(b engine.Batch) { _ = b.Require(engine.Equals(missing, nil)) }, false, nil},
+				{"empty range and a set inside it", func(b engine.Batch) {
+					_ = b.Require(engine.Empty(qkey("r", 1), qkey("r", 9)))
 					_ = b.Set(qkey("r", 5), []byte("five"))
 				}, true, map[string]string{string(qkey("r", 5)): "five"}},
-				{"empty range holding a key", func(b storage.Batch) {
-					_ = b.Require(storage.Empty(qkey("q", 1), qkey("q", 2)))
+				{"empty range holding a key", func(b engine.Batch) {
+					_ = b.Require(engine.Empty(qkey("q", 1), qkey("q", 2)))
 					_ = b.Set(qkey("r", 6), []byte("six"))
 				}, false, map[string]string{string(qkey("r", 6)): ""}},
-				{"empty range holding an empty value", func(b storage.Batch) {
-					_ = b.Require(storage.Empty(qkey("q", 2), qkey("q", 3)))
+				{"empty range holding an empty value", func(b engine.Batch) {
+					_ = b.Require(engine.Empty(qkey("q", 2), qkey("q", 3)))
 					_ = b.Set(qkey("r", 6), []byte("six"))
 				}, false, map[string]string{string(qkey("r", 6)): ""}},
-				{"empty range of an unnumbered family", func(b storage.Batch) {
-					_ = b.Require(storage.Empty(stateKey("a"), stateKey("z")))
+				{"empty range of an unnumbered family", func(b engine.Batch) {
+					_ = b.Require(engine.Empty(stateKey("a"), stateKey("z")))
 					_ = b.Set(stateKey("m"), []byte("m"))
 				}, true, map[string]string{string(stateKey("m")): "m"}},
-				{"empty range wider than one prefix", func(b storage.Batch) {
-					_ = b.Require(storage.Empty(qprefix("s"), qprefix("t")))
+				{"empty range wider than one prefix", func(b engine.Batch) {
+					_ = b.Require(engine.Empty(qprefix("s"), qprefix("t")))
 					_ = b.Set(qkey("s", 1), []byte("s"))
 				}, true, map[string]string{string(qkey("s", 1)): "s"}},
-				{"empty range holding an absent placeholder of its own batch", func(b storage.Batch) {
-					_ = b.Require(storage.Absent(qkey("u", 1)))
-					_ = b.Require(storage.Empty(qprefix("u"), codec.PrefixEnd(qprefix("u"))))
+				{"empty range holding an absent placeholder of its own batch", func(b engine.Batch) {
+					_ = b.Require(engine.Absent(qkey("u", 1)))
+					_ = b.Require(engine.Empty(qprefix("u"), codec.PrefixEnd(qprefix("u"))))
 				}, true, nil},
 			}
 			for _, tc := range cases {
 				// Each case starts from the same two keys.
-				require.NoError(t, apply(s, func(b storage.Batch) {
+				require.NoError(t, apply(s, func(b engine.Batch) {
 					_ = b.DeleteRange([]byte{0}, []byte{0xff})
 					_ = b.Set(present, []byte("one"))
 					_ = b.Set(empty, []byte{})
@@ -172,13 +172,13 @@ func TestConditionsWithWrites(t *testing.T) {
 				if tc.ok {
 					require.NoError(t, err, tc.name)
 				} else {
-					require.ErrorIs(t, err, storage.ErrConditionFailed, tc.name)
-					require.NotErrorIs(t, err, storage.ErrUnknownOutcome, tc.name)
+					require.ErrorIs(t, err, engine.ErrConditionFailed, tc.name)
+					require.NotErrorIs(t, err, engine.ErrUnknownOutcome, tc.name)
 				}
 				for k, want := range tc.after {
 					v, err := s.Get([]byte(k))
 					if want == "" {
-						require.ErrorIs(t, err, storage.ErrNotFound, "%s: %x", tc.name, k)
+						require.ErrorIs(t, err, engine.ErrNotFound, "%s: %x", tc.name, k)
 						continue
 					}
 					require.NoError(t, err, tc.name)
@@ -246,9 +246,9 @@ func TestRangeEmptyHoldsAgainstPlainWriters(t *testing.T) {
 
 			claim := make(chan error, 1)
 			go func() {
-				claim <- apply(s, func(b storage.Batch) {
-					_ = b.Require(storage.Empty(tc.lo, tc.hi))
-					_ = b.Require(storage.Equals(gate, []byte("g")))
+				claim <- apply(s, func(b engine.Batch) {
+					_ = b.Require(engine.Empty(tc.lo, tc.hi))
+					_ = b.Require(engine.Equals(gate, []byte("g")))
 					_ = b.Set(qkey("claims", 1), []byte("mine"))
 				})
 			}()
@@ -256,13 +256,13 @@ func TestRangeEmptyHoldsAgainstPlainWriters(t *testing.T) {
 			waitFor(t, s, nil, "SELECT count(*) >= 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
 			write := make(chan error, 1)
 			go func() {
-				write <- apply(w, func(b storage.Batch) { _ = b.Set(tc.write, []byte("plain")) })
+				write <- apply(w, func(b engine.Batch) { _ = b.Set(tc.write, []byte("plain")) })
 			}()
 			// The plain write waits for the claimer: a lock wait of its own,
 			// and nothing of it is visible.
 			waitFor(t, s, write, "SELECT count(*) >= 2 FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
 			_, err = s.Get(tc.write)
-			require.ErrorIs(t, err, storage.ErrNotFound)
+			require.ErrorIs(t, err, engine.ErrNotFound)
 			require.NoError(t, blocker.Rollback(ctx))
 			require.NoError(t, <-claim)
 			require.NoError(t, <-write)
@@ -287,28 +287,28 @@ func TestNoFalseConflictsOnDisjointKeys(t *testing.T) {
 				id := fmt.Sprintf("w%d", w)
 				counter := stateKey("counter-" + id)
 				for r := range rounds {
-					batches := []func(b storage.Batch){
-						func(b storage.Batch) { // a new document
+					batches := []func(b engine.Batch){
+						func(b engine.Batch) { // a new document
 							d := doc(fmt.Sprintf("%s-%d", id, r))
-							_ = b.Require(storage.Empty(d, codec.PrefixEnd(d)))
+							_ = b.Require(engine.Empty(d, codec.PrefixEnd(d)))
 							_ = b.Set(codec.AppendDesc(bytes.Clone(d), 1), []byte("v1"))
 						},
-						func(b storage.Batch) { // its next version
+						func(b engine.Batch) { // its next version
 							d := fmt.Sprintf("%s-%d", id, r)
-							_ = b.Require(storage.Present(vkey(d, 1)))
-							_ = b.Require(storage.Absent(vkey(d, 2)))
+							_ = b.Require(engine.Present(vkey(d, 1)))
+							_ = b.Require(engine.Absent(vkey(d, 2)))
 							_ = b.Set(vkey(d, 2), []byte("v2"))
 						},
-						func(b storage.Batch) { // a counter
+						func(b engine.Batch) { // a counter
 							if r == 0 {
-								_ = b.Require(storage.Absent(counter))
+								_ = b.Require(engine.Absent(counter))
 							} else {
-								_ = b.Require(storage.Equals(counter, []byte(fmt.Sprint(r-1))))
+								_ = b.Require(engine.Equals(counter, []byte(fmt.Sprint(r-1))))
 							}
 							_ = b.Set(counter, []byte(fmt.Sprint(r)))
 						},
-						func(b storage.Batch) { // a queue item of its own queue
-							_ = b.Require(storage.Absent(qkey(id, int64(r))))
+						func(b engine.Batch) { // a queue item of its own queue
+							_ = b.Require(engine.Absent(qkey(id, int64(r))))
 							_ = b.Set(qkey(id, int64(r)), []byte("item"))
 						},
 					}
@@ -320,7 +320,7 @@ func TestNoFalseConflictsOnDisjointKeys(t *testing.T) {
 								commits.Add(1)
 								break
 							}
-							if !errors.Is(err, storage.ErrConditionFailed) || try == 100 {
+							if !errors.Is(err, engine.ErrConditionFailed) || try == 100 {
 								t.Error(err)
 								return
 							}
@@ -351,18 +351,18 @@ func TestSeveralRangesEmpty(t *testing.T) {
 			s := openStore(t, sqlkv.Config{Isolation: iso.iso})
 			mustSet(t, s, vkey("b", 1), []byte("b1"))
 			batch := func(ids ...string) error {
-				return apply(s, func(b storage.Batch) {
+				return apply(s, func(b engine.Batch) {
 					for _, id := range ids {
-						require.NoError(t, b.Require(storage.Empty(doc(id), codec.PrefixEnd(doc(id)))))
+						require.NoError(t, b.Require(engine.Empty(doc(id), codec.PrefixEnd(doc(id)))))
 						require.NoError(t, b.Set(vkey(id, 1), []byte(id)))
 					}
 				})
 			}
 			for _, ids := range [][]string{{"a", "b", "c"}, {"b", "x"}, {"x", "b"}} {
-				require.ErrorIs(t, batch(ids...), storage.ErrConditionFailed, "%v", ids)
+				require.ErrorIs(t, batch(ids...), engine.ErrConditionFailed, "%v", ids)
 			}
 			_, err := s.Get(vkey("a", 1))
-			require.ErrorIs(t, err, storage.ErrNotFound, "nothing written")
+			require.ErrorIs(t, err, engine.ErrNotFound, "nothing written")
 			require.NoError(t, batch("a", "c", "d"))
 			for _, id := range []string{"a", "c", "d"} {
 				v, err := s.Get(vkey(id, 1))

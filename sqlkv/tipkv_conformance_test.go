@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/conformance"
 	"github.com/tipkv/tipkv/sqlkv"
+	"github.com/tipkv/tipkv/tipkvtest"
 )
 
 // tipkv's own conformance suite (documents, feeds, queues, the outbox,
@@ -46,13 +46,13 @@ func TestConformanceTipkv(t *testing.T) {
 				}
 				scale = m.short
 			}
-			conformance.Run(t, tipkvBackend(m.cfg, scale))
+			tipkvtest.Run(t, tipkvBackend(m.cfg, scale))
 		})
 	}
 }
 
 // tipkvBackend is the conformance Backend on tables made with cfg.
-func tipkvBackend(cfg sqlkv.Config, scale int) conformance.Backend {
+func tipkvBackend(cfg sqlkv.Config, scale int) tipkvtest.Backend {
 	var mu sync.Mutex
 	tables := map[*tipkv.DB]sqlkv.Config{}
 	open := func(t testing.TB, c sqlkv.Config, opts *tipkv.Options) *tipkv.DB {
@@ -72,7 +72,7 @@ func tipkvBackend(cfg sqlkv.Config, scale int) conformance.Backend {
 		require.True(t, ok, "a DB the backend did not open")
 		return c
 	}
-	return conformance.Backend{
+	return tipkvtest.Backend{
 		Name: "sqlkv",
 		Open: func(t testing.TB, opts *tipkv.Options) *tipkv.DB {
 			c := cfg

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // holder is a pooled connection inside a REPEATABLE READ, read-only
@@ -97,7 +97,7 @@ func (h *holder) run(f func(c *pgxpool.Conn) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.dead {
-		return storage.ErrClosed
+		return engine.ErrClosed
 	}
 	if err := h.s.enter(); err != nil {
 		return err
@@ -203,7 +203,7 @@ func (p *pageQuery) run(ctx context.Context, s *Store, c *pgxpool.Conn) error {
 	return p.scan(rows)
 }
 
-// snapshot is a storage.Snapshot on a holder.
+// snapshot is a engine.Snapshot on a holder.
 type snapshot struct {
 	s *Store
 	h *holder
@@ -219,17 +219,17 @@ func (sn *snapshot) Get(key []byte) ([]byte, error) {
 	return v, err
 }
 
-func (sn *snapshot) NewIter(lo, hi []byte) (storage.Iter, error) { return sn.NewIterN(lo, hi, 0) }
+func (sn *snapshot) NewIter(lo, hi []byte) (engine.Iter, error) { return sn.NewIterN(lo, hi, 0) }
 
-func (sn *snapshot) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
+func (sn *snapshot) NewIterN(lo, hi []byte, n int) (engine.Iter, error) {
 	if len(lo) == 0 || hi == nil {
-		return nil, fmt.Errorf("%w: sqlkv: unbounded iterator [%x, %x)", storage.ErrInvalid, lo, hi)
+		return nil, fmt.Errorf("%w: sqlkv: unbounded iterator [%x, %x)", engine.ErrInvalid, lo, hi)
 	}
 	sn.h.mu.Lock()
 	dead := sn.h.dead
 	sn.h.mu.Unlock()
 	if dead {
-		return nil, storage.ErrClosed
+		return nil, engine.ErrClosed
 	}
 	return newIter(sn.s, sn.h, lo, hi, n), nil
 }
@@ -240,4 +240,4 @@ func (sn *snapshot) Close() error {
 }
 
 // isClosed reports whether err means the store or view was closed.
-func isClosed(err error) bool { return errors.Is(err, storage.ErrClosed) }
+func isClosed(err error) bool { return errors.Is(err, engine.ErrClosed) }

@@ -10,11 +10,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
-func scanAll(t testing.TB, it storage.Iter) []string {
+func scanAll(t testing.TB, it engine.Iter) []string {
 	t.Helper()
 	var out []string
 	for ok := it.First(); ok; ok = it.Next() {
@@ -33,7 +33,7 @@ func TestPagingReadsOneView(t *testing.T) {
 	w := second(t, s)
 	const n = 2000
 	for start := 1; start <= n; start += 500 {
-		require.NoError(t, apply(s, func(b storage.Batch) {
+		require.NoError(t, apply(s, func(b engine.Batch) {
 			for i := start; i < start+500; i++ {
 				_ = b.Set(qkey("q", int64(2*i)), []byte(fmt.Sprint(i)))
 			}
@@ -57,7 +57,7 @@ func TestPagingReadsOneView(t *testing.T) {
 		require.NoError(t, err)
 		got = append(got, fmt.Sprintf("%x=%s", it.Key(), v))
 		if i%97 == 0 { // churn on every page: behind, at and ahead of the iterator
-			require.NoError(t, apply(w, func(b storage.Batch) {
+			require.NoError(t, apply(w, func(b engine.Batch) {
 				_ = b.Set(qkey("q", int64(2*i+1)), []byte("inserted"))
 				_ = b.Set(qkey("q", int64(2*(i+50))), []byte("updated"))
 				_ = b.Delete(qkey("q", int64(2*(i+300))))
@@ -112,7 +112,7 @@ func TestIteratorConnections(t *testing.T) {
 func TestSnapshotSeeks(t *testing.T) {
 	s := openStore(t, sqlkv.Config{})
 	ids := []string{"a", "a\x00", "b", "doc-1", "doc-10"}
-	require.NoError(t, apply(s, func(b storage.Batch) {
+	require.NoError(t, apply(s, func(b engine.Batch) {
 		for n, id := range ids {
 			for v := int64(1); v <= int64(n+1)*7; v++ { // up to 35 versions: several pages
 				_ = b.Set(vkey(id, v), []byte(fmt.Sprint(v)))
@@ -142,7 +142,7 @@ func TestSnapshotSeeks(t *testing.T) {
 	require.True(t, it.Last())
 	require.Equal(t, vkey("doc-10", 1), it.Key())
 	v, err := snap.Get(vkey("a", 100))
-	require.ErrorIs(t, err, storage.ErrNotFound, "the snapshot predates it (%s)", v)
+	require.ErrorIs(t, err, engine.ErrNotFound, "the snapshot predates it (%s)", v)
 }
 
 // Close ends a snapshot and its iterators: their next calls report
@@ -163,22 +163,22 @@ func TestCloseEndsViews(t *testing.T) {
 	require.NoError(t, s.Close())
 	for it.Next() {
 	}
-	require.ErrorIs(t, it.Error(), storage.ErrClosed)
+	require.ErrorIs(t, it.Error(), engine.ErrClosed)
 	_, err = snap.Get(qkey("q", 1))
-	require.ErrorIs(t, err, storage.ErrClosed)
+	require.ErrorIs(t, err, engine.ErrClosed)
 	_, ok := <-ch
 	require.False(t, ok, "Close closes watches")
 	require.NoError(t, snap.Close())
 	require.NoError(t, it.Close())
 }
 
-// A read that says it wants one key (storage.NewIterN with n = 1: a
+// A read that says it wants one key (engine.NewIterN with n = 1: a
 // document's newest version) is one round trip: BEGIN and one page of
 // LIMIT 1, with the COMMIT of the view before it in front; no COMMIT of
 // its own, no second page.
 func TestPointReadIsOneRoundTrip(t *testing.T) {
 	s, tr := tracedStore(t, sqlkv.Config{})
-	require.NoError(t, apply(s, func(b storage.Batch) {
+	require.NoError(t, apply(s, func(b engine.Batch) {
 		for v := int64(1); v <= 20; v++ {
 			_ = b.Set(vkey("d", v), []byte(fmt.Sprint(v)))
 		}
@@ -188,7 +188,7 @@ func TestPointReadIsOneRoundTrip(t *testing.T) {
 	tr.take()
 	const reads = 20
 	for range reads {
-		it, err := storage.NewIterN(s, lo, hi, 1)
+		it, err := engine.NewIterN(s, lo, hi, 1)
 		require.NoError(t, err)
 		require.True(t, it.SeekPrefixGE(lo))
 		require.Equal(t, vkey("d", 20), it.Key())
@@ -243,7 +243,7 @@ func TestParkedViews(t *testing.T) {
 		mustSet(t, s, qkey("q", i), []byte("x"))
 	}
 	read := func() {
-		it, err := storage.NewIterN(s, qprefix("q"), codec.PrefixEnd(qprefix("q")), 2)
+		it, err := engine.NewIterN(s, qprefix("q"), codec.PrefixEnd(qprefix("q")), 2)
 		require.NoError(t, err)
 		require.True(t, it.First())
 		require.Equal(t, qkey("q", 1), it.Key())

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
-// Watch implements storage.Watcher.
+// Watch implements engine.Watcher.
 //
 // On PostgreSQL, a batch that writes a key of a notified family
 // (Config.NotifyFamilies) sends one pg_notify on the table's channel,
@@ -36,7 +36,7 @@ import (
 // it).
 func (s *Store) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
 	if len(lo) == 0 || bytes.Compare(lo, hi) >= 0 {
-		return nil, fmt.Errorf("%w: sqlkv: watch of an empty or unbounded range [%x, %x)", storage.ErrInvalid, lo, hi)
+		return nil, fmt.Errorf("%w: sqlkv: watch of an empty or unbounded range [%x, %x)", engine.ErrInvalid, lo, hi)
 	}
 	if err := s.enter(); err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (s *Store) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, erro
 		return s.poll(ctx), nil
 	}
 	ch, err := s.hub.add(ctx, bytes.Clone(lo), bytes.Clone(hi))
-	if err != nil && !errors.Is(err, storage.ErrClosed) {
+	if err != nil && !errors.Is(err, engine.ErrClosed) {
 		// No listening connection (the server is restarting, or too busy
 		// to accept one in time): poll meanwhile; the next Watch tries to
 		// listen again.
@@ -120,7 +120,7 @@ func (h *hub) add(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, storage.ErrClosed
+		return nil, engine.ErrClosed
 	}
 	if h.l == nil {
 		lctx, cancel := context.WithTimeout(context.Background(), listenTimeout)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
 )
 
@@ -28,7 +28,7 @@ func TestWatchByNotification(t *testing.T) {
 	mustSet(t, w, k, []byte("tail 1"), qkey("jobs", 1), []byte("item"))
 	_, ok := <-ch
 	require.True(t, ok)
-	require.NoError(t, apply(w, func(b storage.Batch) { _ = b.DeleteRange(stateKey("a"), stateKey("z")) }))
+	require.NoError(t, apply(w, func(b engine.Batch) { _ = b.DeleteRange(stateKey("a"), stateKey("z")) }))
 	_, ok = <-ch
 	require.True(t, ok, "a range delete over the key wakes it")
 	_, ok = <-other

@@ -8,9 +8,9 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Options configure a Collection. A nil *Options is valid and means the
@@ -114,7 +114,7 @@ type Options[T any] struct {
 // (0x00, 0xFF and invalid UTF-8 included); the Go string only carries them.
 type Collection[T any] struct {
 	db     *tipkv.DB
-	store  storage.Store
+	store  engine.Store
 	w      *writer
 	name   string
 	prefix []byte // 01 | name
@@ -251,7 +251,7 @@ type putOp[T any] struct {
 	expected int64 // -1: unconditional
 	expires  int64 // the version's expiry (Unix ns), 0 for none
 	v        int64 // the version written
-	run      func(*storage.Tx) error
+	run      func(*link.Tx) error
 }
 
 func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (int64, error) {
@@ -296,7 +296,7 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 	return op.v, nil
 }
 
-func (op *putOp[T]) write(tx *storage.Tx) error {
+func (op *putOp[T]) write(tx *link.Tx) error {
 	c := op.c
 	prefix := op.buf[:op.n]
 	e, err := c.lock(tx, prefix, op.id)
@@ -332,7 +332,7 @@ func (op *putOp[T]) write(tx *storage.Tx) error {
 // newest c.keep, in the Tx that wrote its latest version (Options.
 // KeepVersions). Most often that is one version, one point delete; see
 // dropVersions.
-func (c *Collection[T]) retain(tx *storage.Tx, e *docEntry, prefix []byte, id string) error {
+func (c *Collection[T]) retain(tx *link.Tx, e *docEntry, prefix []byte, id string) error {
 	d := &e.tx
 	if c.keep <= 0 || d.latest <= c.keep {
 		return nil
@@ -364,7 +364,7 @@ func (op *putOp[T]) conflict(d *docState) error {
 
 // writeShared is write on a shared engine (see shared.go): the version
 // written travels with a guard on the latest version it follows.
-func (op *putOp[T]) writeShared(tx *storage.Tx, e *docEntry) error {
+func (op *putOp[T]) writeShared(tx *link.Tx, e *docEntry) error {
 	d := &e.tx
 	c := op.c
 	prefix := op.buf[:op.n]
@@ -402,7 +402,7 @@ func (op *putOp[T]) writeShared(tx *storage.Tx, e *docEntry) error {
 // failed wraps the error of a write of id on a shared engine; a stale
 // hint (errStale) also marks the Tx's hints for dropping, so that the rerun
 // reads the store.
-func (c *Collection[T]) failed(tx *storage.Tx, id string, err error) error {
+func (c *Collection[T]) failed(tx *link.Tx, id string, err error) error {
 	if errors.Is(err, errStale) {
 		if t, terr := c.w.txOf(c.db, tx); terr == nil {
 			t.committing = true
@@ -413,7 +413,7 @@ func (c *Collection[T]) failed(tx *storage.Tx, id string, err error) error {
 
 // lock returns the Tx's view of the document under prefix, taking the
 // document for the Tx at its first write of it.
-func (c *Collection[T]) lock(tx *storage.Tx, prefix []byte, id string) (*docEntry, error) {
+func (c *Collection[T]) lock(tx *link.Tx, prefix []byte, id string) (*docEntry, error) {
 	t, err := c.w.txOf(c.db, tx)
 	if err != nil {
 		return nil, err
@@ -445,7 +445,7 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		return err
 	}
 	prefix := c.docPrefix(nil, id)
-	return link.Write(w, func(tx *storage.Tx) error {
+	return link.Write(w, func(tx *link.Tx) error {
 		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
@@ -519,7 +519,7 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 	}
 	prefix := c.docPrefix(nil, id)
 	var dropped int64
-	err := link.Write(w, func(tx *storage.Tx) error {
+	err := link.Write(w, func(tx *link.Tx) error {
 		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err

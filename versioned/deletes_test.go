@@ -13,7 +13,7 @@ import (
 // How drops are written on Pebble (exclusive): short spans with point
 // deletes, long ones with one range delete, each starting where the last
 // drop ended so that no two tombstones ever cover one key. What is dropped
-// is tested on every engine in internal/conformance.
+// is tested on every engine in internal/tipkvtest.
 
 // deleteLog records the deletes the package writes, decoded as the
 // [lo, hi] versions or positions they cover, with whether each was a range

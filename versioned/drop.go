@@ -6,8 +6,9 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // rangeDeleteMin is the fewest versions or events dropped at once with one
@@ -39,7 +40,7 @@ var rangeDeleteMin = 32
 
 // latestOf fills d's latest version (and whether it is a delete marker)
 // from the store when the Tx does not know it yet.
-func (d *docState) latestOf(s storage.Reader, prefix []byte) (int64, error) {
+func (d *docState) latestOf(s engine.Reader, prefix []byte) (int64, error) {
 	if !d.latestKnown {
 		v, deleted, expires, err := newestVersion(s, prefix)
 		if err != nil {
@@ -52,7 +53,7 @@ func (d *docState) latestOf(s storage.Reader, prefix []byte) (int64, error) {
 
 // oldestOf fills d's oldest version from the store when the Tx does not
 // know it yet.
-func (d *docState) oldestOf(s storage.Reader, prefix []byte) (int64, error) {
+func (d *docState) oldestOf(s engine.Reader, prefix []byte) (int64, error) {
 	if !d.oldestKnown {
 		n, err := oldestNumber(s, prefix)
 		if err != nil {
@@ -67,7 +68,7 @@ func (d *docState) oldestOf(s storage.Reader, prefix []byte) (int64, error) {
 // if there is none, whether it is a delete marker and its expiry (0 for
 // none): one prefix seek, answered by the bloom filters when the document
 // has no versions.
-func newestVersion(s storage.Reader, prefix []byte) (v int64, deleted bool, expires int64, err error) {
+func newestVersion(s engine.Reader, prefix []byte) (v int64, deleted bool, expires int64, err error) {
 	it, err := newIter(s, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
 		return 0, false, 0, err
@@ -108,7 +109,7 @@ func (d *docState) gone(clock func() time.Time) bool {
 // oldest remaining version, so no two tombstones ever cover one key. On a
 // shared engine (see shared.go) the oldest version is guarded and the drop
 // is always one range delete.
-func dropVersions(tx *storage.Tx, s storage.Reader, d *docState, prefix []byte, cut int64, shared bool) (int64, error) {
+func dropVersions(tx *link.Tx, s engine.Reader, d *docState, prefix []byte, cut int64, shared bool) (int64, error) {
 	oldest, err := d.oldestOf(s, prefix)
 	if err != nil {
 		return 0, err

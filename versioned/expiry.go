@@ -9,8 +9,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // PurgeStats says what one pass of PurgeExpired did.
@@ -48,7 +48,7 @@ func (c *Collection[T]) PurgeExpired(ctx context.Context) (st PurgeStats, err er
 	}
 	var expired []expiredAt
 	now := c.clock().UnixNano()
-	err = walkPrefixes(c.store, c.prefix, codec.PrefixEnd(c.prefix), retainPage, func(it storage.Iter) error {
+	err = walkPrefixes(c.store, c.prefix, codec.PrefixEnd(c.prefix), retainPage, func(it engine.Iter) error {
 		st.Documents++
 		raw, err := it.Value()
 		if err != nil || !docfmt.Expired(raw, now) {

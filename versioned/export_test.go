@@ -3,7 +3,7 @@ package versioned
 import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // Test hooks: the black-box tests in versioned_test reach the parsers and
@@ -40,7 +40,7 @@ func DecodeKey(b []byte) (DecodedKey, error) {
 
 // WrapIters makes every iterator the package opens go through wrap, until
 // the returned function is called. Not safe with parallel tests.
-func WrapIters(wrap func(storage.Iter) storage.Iter) (restore func()) {
+func WrapIters(wrap func(engine.Iter) engine.Iter) (restore func()) {
 	wrapIter = wrap
 	return func() { wrapIter = nil }
 }

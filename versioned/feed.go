@@ -9,8 +9,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // FeedOptions configure a Feed. A nil *FeedOptions is valid and means the
@@ -51,7 +51,7 @@ type FeedOptions[T any] struct {
 // stream lives in the DB.
 type Feed[T any] struct {
 	db     *tipkv.DB
-	store  storage.Store
+	store  engine.Store
 	w      *writer
 	pos    *positions
 	codec  codec.Value[T]
@@ -140,7 +140,7 @@ func (f *Feed[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter
 	return f.between(f.store, stream, from, to, q)
 }
 
-func (f *Feed[T]) between(r storage.Reader, stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
+func (f *Feed[T]) between(r engine.Reader, stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
 	if from.After(to) {
 		return func(yield func(Event[T], error) bool) {
 			yield(Event[T]{}, fmt.Errorf("%w: stream %q: from %v is after to %v", tipkv.ErrInvalid, stream, from, to))
@@ -150,7 +150,7 @@ func (f *Feed[T]) between(r storage.Reader, stream string, from, to time.Time, q
 }
 
 // read is Newest within [lo, hi] as well as q's bounds.
-func (f *Feed[T]) read(r storage.Reader, stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
+func (f *Feed[T]) read(r engine.Reader, stream string, q tipkv.Query, lo, hi int64) iter.Seq2[Event[T], error] {
 	return func(yield func(Event[T], error) bool) {
 		prefix, sp, ok, err := f.span(stream, q, lo, hi)
 		if err != nil {
@@ -167,7 +167,7 @@ func (f *Feed[T]) read(r storage.Reader, stream string, q tipkv.Query, lo, hi in
 	}
 }
 
-func (f *Feed[T]) newest(r storage.Reader, stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
+func (f *Feed[T]) newest(r engine.Reader, stream string, prefix []byte, sp span, limit int, yield func(Event[T], error) bool) (stopped bool, err error) {
 	var sc newestScan
 	if err := sc.open(r, prefix, sp, limit); err != nil {
 		return false, err
@@ -264,7 +264,7 @@ func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 // trim drops the events of stream at or below the position cut returns.
 func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64, error)) error {
 	prefix := namePrefix(codec.FamilyFeed, stream)
-	return link.Write(w, func(tx *storage.Tx) error {
+	return link.Write(w, func(tx *link.Tx) error {
 		tr, err := f.trimmer(tx, prefix)
 		if err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
@@ -293,15 +293,15 @@ func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64,
 
 // trimmer is one trim of a stream in a Tx that holds the stream.
 type trimmer struct {
-	tx     *storage.Tx
-	store  storage.Store
+	tx     *link.Tx
+	store  engine.Store
 	prefix []byte
 	st     *stream
 	d      *docState // the Tx's view: low and cut
 	own    *feedTx   // the Tx's Appends
 }
 
-func (f *Feed[T]) trimmer(tx *storage.Tx, prefix []byte) (*trimmer, error) {
+func (f *Feed[T]) trimmer(tx *link.Tx, prefix []byte) (*trimmer, error) {
 	t, err := f.w.txOf(f.db, tx)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // The miss filter (Options.MissFilter) is a blocked Bloom filter of the
@@ -256,7 +256,7 @@ func (c *Collection[T]) buildFilter(grow bool) error {
 // walkDocs appends the hash of every document of the collection to hs,
 // one seek per document.
 func (c *Collection[T]) walkDocs(hs []uint64) ([]uint64, error) {
-	err := walkPrefixes(c.store, c.prefix, codec.PrefixEnd(c.prefix), filterPage, func(it storage.Iter) error {
+	err := walkPrefixes(c.store, c.prefix, codec.PrefixEnd(c.prefix), filterPage, func(it engine.Iter) error {
 		k := it.Key()
 		if len(k) < len(c.prefix)+codec.NumberSize {
 			return fmt.Errorf("%w: key %x: too short for a version", tipkv.ErrCorrupt, k)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // SincePage is how many events Since yields when Query.Limit is 0, and
@@ -149,7 +149,7 @@ func (f *Feed[T]) Follow(ctx context.Context, stream string, after int64) iter.S
 		defer cancel()
 		var watch <-chan struct{}
 		var tick <-chan time.Time
-		watcher, _ := f.store.(storage.Watcher)
+		watcher, _ := f.store.(engine.Watcher)
 		caps := f.store.Caps()
 		if f.shared && (!caps.Watch || watcher == nil) {
 			poll := caps.PollInterval
@@ -320,7 +320,7 @@ func (f *Feed[T]) decodeRaw(stream string, r rawEvent) (Event[T], error) {
 
 // scanRaw appends to dst the stored events of prefix in sp, newest first,
 // at most limit of them.
-func scanRaw(r storage.Reader, prefix []byte, sp span, limit int, dst []rawEvent) (out []rawEvent, err error) {
+func scanRaw(r engine.Reader, prefix []byte, sp span, limit int, dst []rawEvent) (out []rawEvent, err error) {
 	var sc newestScan
 	if err := sc.open(r, prefix, sp, limit); err != nil {
 		return dst, err
@@ -342,7 +342,7 @@ func scanRaw(r storage.Reader, prefix []byte, sp span, limit int, dst []rawEvent
 
 // oldestIn returns the oldest position of prefix in sp, 0 if there is
 // none: one reverse seek over the tightest range known.
-func oldestIn(r storage.Reader, prefix []byte, sp span) (int64, error) {
+func oldestIn(r engine.Reader, prefix []byte, sp span) (int64, error) {
 	it, err := newIter(r, numberKey(prefix, sp.top), numberKey(prefix, sp.bottom-1), 1)
 	if err != nil {
 		return 0, err

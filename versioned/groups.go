@@ -8,8 +8,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Named cursors (consumer groups): each group of consumers of a stream
@@ -48,9 +48,9 @@ func decodeCursor(key, v []byte) (int64, error) {
 }
 
 // readCursor returns the stored cursor at key, 0 when there is none.
-func readCursor(r storage.Reader, key []byte) (int64, error) {
+func readCursor(r engine.Reader, key []byte) (int64, error) {
 	v, err := r.Get(key)
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, engine.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -97,7 +97,7 @@ func (f *Feed[T]) Advance(w tipkv.Writer, stream, group string, from, to int64) 
 		return fmt.Errorf("%w: stream %q, group %q: Advance from %d to %d", tipkv.ErrInvalid, stream, group, from, to)
 	}
 	key := groupKey(stream, group)
-	return link.Write(w, func(tx *storage.Tx) error {
+	return link.Write(w, func(tx *link.Tx) error {
 		d, err := f.lockCursor(tx, key)
 		if err != nil {
 			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
@@ -117,7 +117,7 @@ func (f *Feed[T]) DropGroup(w tipkv.Writer, stream, group string) error {
 		return err
 	}
 	key := groupKey(stream, group)
-	return link.Write(w, func(tx *storage.Tx) error {
+	return link.Write(w, func(tx *link.Tx) error {
 		d, err := f.lockCursor(tx, key)
 		if err != nil {
 			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
@@ -129,7 +129,7 @@ func (f *Feed[T]) DropGroup(w tipkv.Writer, stream, group string) error {
 
 // lockCursor takes the writer's lock of the cursor key for the Tx, and
 // returns the Tx's view of it: latest is the cursor when latestKnown.
-func (f *Feed[T]) lockCursor(tx *storage.Tx, key []byte) (*docState, error) {
+func (f *Feed[T]) lockCursor(tx *link.Tx, key []byte) (*docState, error) {
 	t, err := f.w.txOf(f.db, tx)
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (f *Feed[T]) lockCursor(tx *storage.Tx, key []byte) (*docState, error) {
 
 // expectCursor fails with ErrConflict unless the cursor is from, as the
 // Tx sees it.
-func (f *Feed[T]) expectCursor(tx *storage.Tx, key []byte, d *docState, from int64) error {
+func (f *Feed[T]) expectCursor(tx *link.Tx, key []byte, d *docState, from int64) error {
 	conflict := func() error {
 		return fmt.Errorf("%w: the cursor is at %d, not %d: another consumer of the group moved it", tipkv.ErrConflict, d.latest, from)
 	}
@@ -172,9 +172,9 @@ func (f *Feed[T]) expectCursor(tx *storage.Tx, key []byte, d *docState, from int
 			return conflict()
 		}
 		d.sh.guarded, d.latest = true, from
-		c := storage.Absent(key)
+		c := engine.Absent(key)
 		if from > 0 {
-			c = storage.Equals(key, codec.AppendAsc(nil, from))
+			c = engine.Equals(key, codec.AppendAsc(nil, from))
 		}
 		return tx.Batch.Require(c)
 	}
@@ -202,7 +202,7 @@ func (f *Feed[T]) Lag(stream, group string) (time.Duration, error) {
 
 // slowestCursor returns the least cursor of stream's groups,
 // math.MaxInt64 when it has none: one scan of its cursors.
-func slowestCursor(r storage.Reader, stream string) (slowest int64, err error) {
+func slowestCursor(r engine.Reader, stream string) (slowest int64, err error) {
 	lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), stream)
 	it, err := newIter(r, lo, codec.PrefixEnd(lo), 0)
 	if err != nil {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -143,10 +143,10 @@ type seekCounter struct {
 	seeks, nexts atomic.Int64
 }
 
-func (c *seekCounter) wrap(it storage.Iter) storage.Iter { return &countingIter{Iter: it, c: c} }
+func (c *seekCounter) wrap(it engine.Iter) engine.Iter { return &countingIter{Iter: it, c: c} }
 
 type countingIter struct {
-	storage.Iter
+	engine.Iter
 	c *seekCounter
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Between the moment a Tx's batch is applied and the moment the Tx
@@ -37,7 +36,7 @@ func TestLatestBetweenApplyAndRelease(t *testing.T) {
 	var inWindow Doc[string]
 	var windowErr error
 	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
-		if err := link.Write(b, func(tx *storage.Tx) error {
+		if err := link.Write(b, func(tx *link.Tx) error {
 			tx.OnApplied(func() { inWindow, windowErr = c.Latest("a") })
 			return nil
 		}); err != nil {

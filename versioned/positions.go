@@ -11,8 +11,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // positions hands out the positions of a DB's feed streams. There is one
@@ -136,7 +136,7 @@ const maxTies = 1024
 // after it that no stored or in-flight event holds. It returns the last
 // position before too. A clock reading out of [MinTime, MaxTime] is
 // ErrInvalid.
-func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func() time.Time) (p, before int64, err error) {
+func (st *stream) reserve(s engine.Reader, prefix []byte, at int64, clock func() time.Time) (p, before int64, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
@@ -171,7 +171,7 @@ func (st *stream) reserve(s storage.Reader, prefix []byte, at int64, clock func(
 	for ; p <= st.last; p++ {
 		if _, busy := st.inflight[p]; !busy {
 			_, err := s.Get(numberKey(prefix, p))
-			if errors.Is(err, storage.ErrNotFound) {
+			if errors.Is(err, engine.ErrNotFound) {
 				break
 			}
 			if err != nil {
@@ -276,7 +276,7 @@ func (st *stream) changedCh() <-chan struct{} {
 // past aside). It reads the stream's newest position from the store when
 // the stream is not loaded. changed is closed when the bound may have
 // moved, made when wait is set.
-func (st *stream) followBound(s storage.Reader, prefix []byte, wait bool) (bound int64, changed <-chan struct{}, err error) {
+func (st *stream) followBound(s engine.Reader, prefix []byte, wait bool) (bound int64, changed <-chan struct{}, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.loaded {
@@ -454,7 +454,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
 	var p int64
-	err = link.Write(w, func(tx *storage.Tx) error {
+	err = link.Write(w, func(tx *link.Tx) error {
 		if tx.Owner != f.db {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
@@ -490,7 +490,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if f.shared {
 			// Another process may take the same position (the same clock
 			// instant): only one commit may write it.
-			if err := tx.Batch.Require(storage.Absent(key)); err != nil {
+			if err := tx.Batch.Require(engine.Absent(key)); err != nil {
 				return err
 			}
 			if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
@@ -506,7 +506,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 }
 
 // feedTxOf returns the Tx's reservations, creating them at the first call.
-func feedTxOf(tx *storage.Tx, w *writer, shared bool) *feedTx {
+func feedTxOf(tx *link.Tx, w *writer, shared bool) *feedTx {
 	return tx.State(feedTxKey{}, func() any {
 		t := &feedTx{appends: &w.dbm.appends}
 		tx.OnCommit(t.committed)
@@ -552,10 +552,10 @@ func (t *feedTx) drop(st *stream, cut int64) {
 // event below it later (AppendAt into the past aside). If another process
 // appended above, the commit fails, the stream is read again (see
 // feedTx.aborted) and the Update runs again.
-func (t *feedTx) guardHead(b storage.Batch, st *stream, prefix []byte, before int64) error {
+func (t *feedTx) guardHead(b engine.Batch, st *stream, prefix []byte, before int64) error {
 	if slices.Contains(t.guarded, st) || before == math.MaxInt64 {
 		return nil
 	}
 	t.guarded = append(t.guarded, st)
-	return b.Require(storage.Empty(numberKey(prefix, math.MaxInt64), numberKey(prefix, before)))
+	return b.Require(engine.Empty(numberKey(prefix, math.MaxInt64), numberKey(prefix, before)))
 }

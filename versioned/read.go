@@ -10,8 +10,8 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // Doc is one version of a document, as a read returns it. Value is decoded
@@ -110,7 +110,7 @@ func (c *Collection[T]) AsOf(id string, v int64) (Doc[T], error) {
 	return c.asOf(c.store, id, v)
 }
 
-func (c *Collection[T]) asOf(r storage.Reader, id string, v int64) (Doc[T], error) {
+func (c *Collection[T]) asOf(r engine.Reader, id string, v int64) (Doc[T], error) {
 	if v < 1 {
 		return Doc[T]{}, fmt.Errorf("%w: %s: AsOf version %d", tipkv.ErrInvalid, c.where(id), v)
 	}
@@ -118,7 +118,7 @@ func (c *Collection[T]) asOf(r storage.Reader, id string, v int64) (Doc[T], erro
 }
 
 // seek returns the greatest version <= v (0: the latest) of id.
-func (c *Collection[T]) seek(r storage.Reader, id string, v int64) (d Doc[T], err error) {
+func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err error) {
 	if err := checkID(c.name, id); err != nil {
 		return Doc[T]{}, err
 	}
@@ -149,12 +149,12 @@ func (c *Collection[T]) seek(r storage.Reader, id string, v int64) (d Doc[T], er
 			}
 			b = codec.AppendDesc(b, latest)
 			k := len(b)
-			b, err = storage.GetAppend(r, b, b[:k]) // the value after the key: no copy of its own
+			b, err = engine.GetAppend(r, b, b[:k]) // the value after the key: no copy of its own
 			*buf = b
 			if err == nil {
 				return c.docOne(id, latest, b[k:])
 			}
-			if !errors.Is(err, storage.ErrNotFound) {
+			if !errors.Is(err, engine.ErrNotFound) {
 				return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), latest, err)
 			}
 			// Not there after all (written around this package): seek.
@@ -210,7 +210,7 @@ func (c *Collection[T]) Get(id string, v int64) (Doc[T], error) {
 	return c.get(c.store, id, v)
 }
 
-func (c *Collection[T]) get(r storage.Reader, id string, v int64) (Doc[T], error) {
+func (c *Collection[T]) get(r engine.Reader, id string, v int64) (Doc[T], error) {
 	if err := checkID(c.name, id); err != nil {
 		return Doc[T]{}, err
 	}
@@ -222,7 +222,7 @@ func (c *Collection[T]) get(r storage.Reader, id string, v int64) (Doc[T], error
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingVersion}
 	}
 	raw, err := r.Get(codec.AppendDesc(prefix, v))
-	if errors.Is(err, storage.ErrNotFound) {
+	if errors.Is(err, engine.ErrNotFound) {
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, kind: missingVersion}
 	}
 	if err != nil {
@@ -248,7 +248,7 @@ func (c *Collection[T]) History(id string, q tipkv.Query) iter.Seq2[Doc[T], erro
 	return c.historyOf(c.store, id, q)
 }
 
-func (c *Collection[T]) historyOf(r storage.Reader, id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
+func (c *Collection[T]) historyOf(r engine.Reader, id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return func(yield func(Doc[T], error) bool) {
 		stopped, err := c.history(r, id, q, yield)
 		if err != nil && !stopped {
@@ -257,7 +257,7 @@ func (c *Collection[T]) historyOf(r storage.Reader, id string, q tipkv.Query) it
 	}
 }
 
-func (c *Collection[T]) history(r storage.Reader, id string, q tipkv.Query, yield func(Doc[T], error) bool) (stopped bool, err error) {
+func (c *Collection[T]) history(r engine.Reader, id string, q tipkv.Query, yield func(Doc[T], error) bool) (stopped bool, err error) {
 	prefix, sp, ok, err := c.historySpan(id, q)
 	if err != nil || !ok {
 		return false, err
@@ -324,7 +324,7 @@ func (c *Collection[T]) LatestAll(q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return c.latestAllOf(c.store, q)
 }
 
-func (c *Collection[T]) latestAllOf(r storage.Reader, q tipkv.Query) iter.Seq2[Doc[T], error] {
+func (c *Collection[T]) latestAllOf(r engine.Reader, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return func(yield func(Doc[T], error) bool) {
 		stopped := false
 		err := c.latestAll(r, q, func(d Doc[T]) bool {
@@ -337,7 +337,7 @@ func (c *Collection[T]) latestAllOf(r storage.Reader, q tipkv.Query) iter.Seq2[D
 	}
 }
 
-func (c *Collection[T]) latestAll(r storage.Reader, q tipkv.Query, yield func(Doc[T]) bool) (err error) {
+func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc[T]) bool) (err error) {
 	if err := q.Validate(); err != nil {
 		return err
 	}
@@ -442,7 +442,7 @@ func (c *Collection[T]) Count(id string) (int64, error) {
 	return c.count(c.store, id)
 }
 
-func (c *Collection[T]) count(r storage.Reader, id string) (n int64, err error) {
+func (c *Collection[T]) count(r engine.Reader, id string) (n int64, err error) {
 	if err := checkID(c.name, id); err != nil {
 		return 0, err
 	}
@@ -494,7 +494,7 @@ func (c *Collection[T]) LatestMany(ids ...string) ([]Doc[T], error) {
 	return c.latestMany(c.store, ids)
 }
 
-func (c *Collection[T]) latestMany(r storage.Reader, ids []string) (docs []Doc[T], err error) {
+func (c *Collection[T]) latestMany(r engine.Reader, ids []string) (docs []Doc[T], err error) {
 	for _, id := range ids {
 		if err := checkID(c.name, id); err != nil {
 			return nil, err
@@ -564,7 +564,7 @@ func (c *Collection[T]) HistoryPage(id string, q tipkv.Query) (docs []Doc[T], ne
 	return c.historyPage(c.store, id, q)
 }
 
-func (c *Collection[T]) historyPage(r storage.Reader, id string, q tipkv.Query) (docs []Doc[T], next tipkv.Cursor, err error) {
+func (c *Collection[T]) historyPage(r engine.Reader, id string, q tipkv.Query) (docs []Doc[T], next tipkv.Cursor, err error) {
 	limit := q.Limit
 	if limit > 0 && limit < math.MaxInt {
 		q.Limit = limit + 1

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 // FeedRetention bounds the streams of a feed by count and by age, without
@@ -97,7 +97,7 @@ func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 	}
 	lo := appendEscaped(codec.AppendFamily(nil, codec.FamilyFeed), f.retention.Streams)
 	var names []string
-	err = walkPrefixes(f.store, lo, codec.PrefixEnd(lo), retainPage, func(it storage.Iter) error {
+	err = walkPrefixes(f.store, lo, codec.PrefixEnd(lo), retainPage, func(it engine.Iter) error {
 		name, _, err := codec.DecodeString(it.Key()[1:])
 		if err != nil {
 			return fmt.Errorf("key %x: %w", it.Key(), err)

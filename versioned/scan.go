@@ -6,25 +6,26 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // wrapIter, when set (by tests only), wraps every iterator this package
 // opens, to count its seeks.
-var wrapIter func(storage.Iter) storage.Iter
+var wrapIter func(engine.Iter) engine.Iter
 
 // traceDelete, when set (by tests only), sees every delete this package
 // writes: [lo, hi) for a range, hi nil for a point delete of lo.
 var traceDelete func(lo, hi []byte)
 
-func deleteRange(tx *storage.Tx, lo, hi []byte) error {
+func deleteRange(tx *link.Tx, lo, hi []byte) error {
 	if traceDelete != nil {
 		traceDelete(lo, hi)
 	}
 	return tx.Batch.DeleteRange(lo, hi)
 }
 
-func deletePoint(tx *storage.Tx, key []byte) error {
+func deletePoint(tx *link.Tx, key []byte) error {
 	if traceDelete != nil {
 		traceDelete(key, nil)
 	}
@@ -37,8 +38,8 @@ func deletePoint(tx *storage.Tx, key []byte) error {
 // skip-scan (each seek wants one key), one more than the limit for a
 // limited scan (the engine then sees the range end, or not, in that one
 // page).
-func newIter(r storage.Reader, lo, hi []byte, n int) (storage.Iter, error) {
-	it, err := storage.NewIterN(r, lo, hi, n)
+func newIter(r engine.Reader, lo, hi []byte, n int) (engine.Iter, error) {
+	it, err := engine.NewIterN(r, lo, hi, n)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func numberKey(prefix []byte, n int64) []byte {
 // newestNumber returns the newest version or position under prefix, 0 if
 // there is none: one prefix seek, answered by the bloom filters when the
 // prefix has no keys.
-func newestNumber(r storage.Reader, prefix []byte) (int64, error) {
+func newestNumber(r engine.Reader, prefix []byte) (int64, error) {
 	hi := numberKey(prefix, 0)
 	it, err := newIter(r, prefix, hi, 1)
 	if err != nil {
@@ -84,7 +85,7 @@ func newestNumber(r storage.Reader, prefix []byte) (int64, error) {
 // oldestNumber returns the oldest version or position under prefix, 0 if
 // there is none. With Count's, it is one of the two reverse seeks of this
 // package: it finds where a drop must start, never what a read yields.
-func oldestNumber(r storage.Reader, prefix []byte) (int64, error) {
+func oldestNumber(r engine.Reader, prefix []byte) (int64, error) {
 	hi := numberKey(prefix, 0)
 	it, err := newIter(r, prefix, hi, 1)
 	if err != nil {
@@ -133,7 +134,7 @@ func spanOf(q tipkv.Query, after int64) (sp span, ok bool) {
 // steps over (measured: 15% slower for 100 versions). Only the point reads
 // consult the bloom filters.
 type newestScan struct {
-	it    storage.Iter
+	it    engine.Iter
 	buf   *[]byte // holds the bounds until close
 	lo    []byte
 	plen  int // length of the prefix
@@ -143,7 +144,7 @@ type newestScan struct {
 	err   error
 }
 
-func (sc *newestScan) open(r storage.Reader, prefix []byte, sp span, limit int) error {
+func (sc *newestScan) open(r engine.Reader, prefix []byte, sp span, limit int) error {
 	sc.buf = keyBufs.Get().(*[]byte)
 	b := append((*sc.buf)[:0], prefix...)
 	b = codec.AppendDesc(b, sp.top)
@@ -202,7 +203,7 @@ func (sc *newestScan) close() error {
 // one opens) so that a long walk pins no view of the store for long; the
 // retention passes trim and purge there. It stops at visit's or between's
 // first error.
-func walkPrefixes(r storage.Reader, lo, hi []byte, page int, visit func(it storage.Iter) error, between func() error) error {
+func walkPrefixes(r engine.Reader, lo, hi []byte, page int, visit func(it engine.Iter) error, between func() error) error {
 	for lo != nil {
 		var err error
 		if lo, err = prefixPage(r, lo, hi, page, visit); err != nil {
@@ -219,7 +220,7 @@ func walkPrefixes(r storage.Reader, lo, hi []byte, page int, visit func(it stora
 
 // prefixPage is one page of walkPrefixes; it returns where the next page
 // starts, nil when the range is done.
-func prefixPage(r storage.Reader, lo, hi []byte, page int, visit func(it storage.Iter) error) (next []byte, err error) {
+func prefixPage(r engine.Reader, lo, hi []byte, page int, visit func(it engine.Iter) error) (next []byte, err error) {
 	it, err := newIter(r, lo, hi, 1)
 	if err != nil {
 		return nil, err

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -124,15 +124,15 @@ func TestMissingLatestHitsBloomFilter(t *testing.T) {
 	require.GreaterOrEqual(t, misses2-misses1, int64(200), "a present document passes the filter")
 }
 
-// sizerStore is an engine that wants size hints (storage.Sizer), as etcd
+// sizerStore is an engine that wants size hints (engine.Sizer), as etcd
 // and SQL do; it records them.
 type sizerStore struct {
-	storage.Store
+	engine.Store
 	mu    sync.Mutex
 	hints []int
 }
 
-func (s *sizerStore) NewIterN(lo, hi []byte, n int) (storage.Iter, error) {
+func (s *sizerStore) NewIterN(lo, hi []byte, n int) (engine.Iter, error) {
 	s.mu.Lock()
 	s.hints = append(s.hints, n)
 	s.mu.Unlock()

@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
-// Shared engines (storage.Caps.Shared: etcd, SQL) are written by several
+// Shared engines (engine.Caps.Shared: etcd, SQL) are written by several
 // processes, so what this package remembers of a document (its latest and
 // oldest versions, in the writer's cache) is a hint there, not the truth:
 // another process may have written since. The writes then work so:
@@ -61,7 +61,7 @@ type sharedView struct {
 
 // readLatest reads the document's latest version from the store into the
 // view.
-func (d *docState) readLatest(s storage.Reader, prefix []byte) error {
+func (d *docState) readLatest(s engine.Reader, prefix []byte) error {
 	v, deleted, expires, err := newestVersion(s, prefix)
 	if err != nil {
 		return err
@@ -72,7 +72,7 @@ func (d *docState) readLatest(s storage.Reader, prefix []byte) error {
 
 // latestShared is latestOf on a shared engine: a hint, or a read when
 // there is none, marked fresh.
-func (d *docState) latestShared(s storage.Reader, prefix []byte) (int64, error) {
+func (d *docState) latestShared(s engine.Reader, prefix []byte) (int64, error) {
 	if !d.latestKnown {
 		if err := d.readLatest(s, prefix); err != nil {
 			return 0, err
@@ -84,7 +84,7 @@ func (d *docState) latestShared(s storage.Reader, prefix []byte) (int64, error) 
 // guard requires, once per Tx, that the store's latest version of the
 // document is the view's latest as it is now (before the Tx's own writes
 // of it).
-func (d *docState) guard(b storage.Batch, prefix []byte) error {
+func (d *docState) guard(b engine.Batch, prefix []byte) error {
 	if d.sh.guarded {
 		return nil
 	}
@@ -93,19 +93,19 @@ func (d *docState) guard(b storage.Batch, prefix []byte) error {
 		// No version: the document's whole range is empty. On etcd a
 		// failing Empty reads the range, so it is only used here, where
 		// the range is expected to be empty. The batch copies the
-		// condition's bytes (storage.Batch), so a Put's recycled prefix
+		// condition's bytes (engine.Batch), so a Put's recycled prefix
 		// buffer may go straight in.
-		return b.Require(storage.Empty(prefix, numberKey(prefix, 0)))
+		return b.Require(engine.Empty(prefix, numberKey(prefix, 0)))
 	}
-	if err := b.Require(storage.Present(numberKey(prefix, d.latest))); err != nil {
+	if err := b.Require(engine.Present(numberKey(prefix, d.latest))); err != nil {
 		return err
 	}
-	return b.Require(storage.Absent(numberKey(prefix, d.latest+1)))
+	return b.Require(engine.Absent(numberKey(prefix, d.latest+1)))
 }
 
 // guardOldest requires, once per Tx, that the store's oldest version of the
 // document is the view's oldest, read or hinted before the Tx's own drops.
-func (d *docState) guardOldest(b storage.Batch, prefix []byte) error {
+func (d *docState) guardOldest(b engine.Batch, prefix []byte) error {
 	if d.sh.oldGuarded {
 		return nil
 	}
@@ -114,12 +114,12 @@ func (d *docState) guardOldest(b storage.Batch, prefix []byte) error {
 		return nil // no version: the latest guard's Empty covers it
 	}
 	if !d.sh.guarded || d.sh.base != d.oldest {
-		if err := b.Require(storage.Present(numberKey(prefix, d.oldest))); err != nil {
+		if err := b.Require(engine.Present(numberKey(prefix, d.oldest))); err != nil {
 			return err
 		}
 	}
 	if d.oldest > 1 {
-		return b.Require(storage.Absent(numberKey(prefix, d.oldest-1)))
+		return b.Require(engine.Absent(numberKey(prefix, d.oldest-1)))
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func (d *docState) guardOldest(b storage.Batch, prefix []byte) error {
 // that found its Tx built on a hint the store contradicts: the commit
 // would fail, so the Tx fails now and DB.Update runs it again. It matches
 // ErrConflict too, for a caller that only knows that one.
-var errStale = fmt.Errorf("%w: %w: another process wrote the document since this Update began; it runs again", tipkv.ErrConflict, storage.ErrConditionFailed)
+var errStale = fmt.Errorf("%w: %w: another process wrote the document since this Update began; it runs again", tipkv.ErrConflict, engine.ErrConditionFailed)
 
 // putIfLatest returns the latest version after which PutIf(expected)
 // writes, on a shared engine, or conflict when the document's latest is
@@ -136,7 +136,7 @@ var errStale = fmt.Errorf("%w: %w: another process wrote the document since this
 // there is none: it assumes expected and guards that. It reads when a
 // conflict is likely (the hint disagrees) or the answer may be one and the
 // Tx's view was not read in this Tx, and after a failed commit.
-func (d *docState) putIfLatest(s storage.Reader, prefix []byte, expected int64, clock func() time.Time) (latest int64, conflict bool, err error) {
+func (d *docState) putIfLatest(s engine.Reader, prefix []byte, expected int64, clock func() time.Time) (latest int64, conflict bool, err error) {
 	matches := func() bool { return d.latest == expected || (expected == 0 && d.gone(clock)) }
 	switch {
 	case d.sh.guarded || d.sh.fresh:

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // CollectionView reads a collection in a snapshot (tipkv.DB.View): every
@@ -40,7 +40,7 @@ func (c *Collection[T]) In(s *tipkv.Snapshot) CollectionView[T] {
 }
 
 // readerIn returns the reader of snapshot s, which must belong to db.
-func readerIn(db *tipkv.DB, s *tipkv.Snapshot) (storage.Reader, error) {
+func readerIn(db *tipkv.DB, s *tipkv.Snapshot) (engine.Reader, error) {
 	r, owner, err := link.Reader(s)
 	if err != nil {
 		return nil, err
@@ -81,7 +81,7 @@ func (v CollectionView[T]) Get(id string, version int64) (Doc[T], error) {
 // History is Collection.History in the snapshot.
 func (v CollectionView[T]) History(id string, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return lazy(v.c.db, v.snap, func(err error) error { return fmt.Errorf("history of %s: %w", v.c.where(id), err) },
-		func(r storage.Reader) iter.Seq2[Doc[T], error] { return v.c.historyOf(r, id, q) })
+		func(r engine.Reader) iter.Seq2[Doc[T], error] { return v.c.historyOf(r, id, q) })
 }
 
 // HistoryPage is Collection.HistoryPage in the snapshot.
@@ -96,7 +96,7 @@ func (v CollectionView[T]) HistoryPage(id string, q tipkv.Query) ([]Doc[T], tipk
 // LatestAll is Collection.LatestAll in the snapshot.
 func (v CollectionView[T]) LatestAll(q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return lazy(v.c.db, v.snap, func(err error) error { return fmt.Errorf("LatestAll of collection %q: %w", v.c.name, err) },
-		func(r storage.Reader) iter.Seq2[Doc[T], error] { return v.c.latestAllOf(r, q) })
+		func(r engine.Reader) iter.Seq2[Doc[T], error] { return v.c.latestAllOf(r, q) })
 }
 
 // Count is Collection.Count in the snapshot.
@@ -134,19 +134,19 @@ func (f *Feed[T]) In(s *tipkv.Snapshot) FeedView[T] { return FeedView[T]{f: f, s
 // Newest is Feed.Newest in the snapshot.
 func (v FeedView[T]) Newest(stream string, q tipkv.Query) iter.Seq2[Event[T], error] {
 	return lazy(v.f.db, v.snap, func(err error) error { return fmt.Errorf("stream %q: %w", stream, err) },
-		func(r storage.Reader) iter.Seq2[Event[T], error] { return v.f.read(r, stream, q, 0, math.MaxInt64) })
+		func(r engine.Reader) iter.Seq2[Event[T], error] { return v.f.read(r, stream, q, 0, math.MaxInt64) })
 }
 
 // Between is Feed.Between in the snapshot.
 func (v FeedView[T]) Between(stream string, from, to time.Time, q tipkv.Query) iter.Seq2[Event[T], error] {
 	return lazy(v.f.db, v.snap, func(err error) error { return fmt.Errorf("stream %q: %w", stream, err) },
-		func(r storage.Reader) iter.Seq2[Event[T], error] { return v.f.between(r, stream, from, to, q) })
+		func(r engine.Reader) iter.Seq2[Event[T], error] { return v.f.between(r, stream, from, to, q) })
 }
 
 // lazy is the read seq opens on the reader of snapshot s, taken when the
 // read starts (not when it is made), or the reader's error, wrapped by
 // where, yielded alone.
-func lazy[V any](db *tipkv.DB, s *tipkv.Snapshot, where func(error) error, seq func(storage.Reader) iter.Seq2[V, error]) iter.Seq2[V, error] {
+func lazy[V any](db *tipkv.DB, s *tipkv.Snapshot, where func(error) error, seq func(engine.Reader) iter.Seq2[V, error]) iter.Seq2[V, error] {
 	return func(yield func(V, error) bool) {
 		r, err := readerIn(db, s)
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // ChangeKind says what a Change reports.
@@ -143,10 +143,10 @@ func (c *Collection[T]) watch(ctx context.Context, id string, after int64, yield
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	caps := c.store.Caps()
-	var watcher storage.Watcher
+	var watcher engine.Watcher
 	var tick <-chan time.Time
 	if caps.Shared {
-		if w, ok := c.store.(storage.Watcher); ok && caps.Watch {
+		if w, ok := c.store.(engine.Watcher); ok && caps.Watch {
 			watcher = w
 		} else {
 			poll := caps.PollInterval

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -22,17 +22,17 @@ import (
 // gatedStore holds the durability wait of synced commits while gate is
 // set: their writes are visible and not yet durable.
 type gatedStore struct {
-	storage.Store
+	engine.Store
 	gate    atomic.Pointer[chan struct{}]
 	waiting chan struct{} // a commit entered the held wait
 }
 
 func (s *gatedStore) Close() error { return nil } // the base DB closes it
 
-func (s *gatedStore) NewBatch() storage.Batch { return &gatedBatch{Batch: s.Store.NewBatch(), s: s} }
+func (s *gatedStore) NewBatch() engine.Batch { return &gatedBatch{Batch: s.Store.NewBatch(), s: s} }
 
 type gatedBatch struct {
-	storage.Batch
+	engine.Batch
 	s    *gatedStore
 	gate chan struct{}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // writer serialises, document by document, the writes of this package that
@@ -228,7 +227,7 @@ func (c *versionCache) entry(k []byte) *docEntry {
 // recycled, with their hooks bound once, so a Put allocates little.
 type txWrites struct {
 	w    *writer
-	tx   *storage.Tx
+	tx   *link.Tx
 	held []*docEntry
 	// last is the entry of the last lock call, to spare the writer's
 	// mutex to a run of writes of one document.
@@ -268,7 +267,7 @@ var errDeadlock = errors.New("deadlock: another Update holds it and waits for a 
 
 // txOf returns the Tx's txWrites, creating it at the Tx's first call. It
 // refuses a Tx of another DB.
-func (w *writer) txOf(db *tipkv.DB, tx *storage.Tx) (*txWrites, error) {
+func (w *writer) txOf(db *tipkv.DB, tx *link.Tx) (*txWrites, error) {
 	if tx.Owner != db {
 		return nil, fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // The detection of a write nested in an Update relies on the name of the
@@ -17,14 +16,14 @@ func TestUpdateFrameIsFound(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	require.False(t, insideEnclosingUpdate(false), "a write on the DB outside any Update")
-	var outer *storage.Tx
+	var outer *link.Tx
 	require.NoError(t, db.Update(func(b *tipkv.Batch) error {
-		return link.Write(b, func(tx *storage.Tx) error {
+		return link.Write(b, func(tx *link.Tx) error {
 			outer = tx
 			require.True(t, tx.Running(), "the Update's function is running")
 			require.False(t, insideEnclosingUpdate(true), "in one Update: its own frame only")
 			require.True(t, insideEnclosingUpdate(false), "a write on the DB inside an Update")
-			return link.Write(db, func(inner *storage.Tx) error {
+			return link.Write(db, func(inner *link.Tx) error {
 				require.False(t, inner.Running(), "a write on the DB runs no caller's code")
 				return db.Update(func(*tipkv.Batch) error {
 					require.True(t, insideEnclosingUpdate(true), "an Update inside another")

@@ -3,8 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/tipkv/tipkv/internal/storage"
 	"time"
+
+	"github.com/tipkv/tipkv/engine"
 )
 
 var compactCommand = &command{
@@ -75,8 +76,8 @@ func compactSteps() []*compactStep {
 	return steps
 }
 
-// engine is what compact asks of the Pebble store beyond storage.Store.
-type engine interface {
+// lsmEngine is what compact asks of the Pebble store beyond engine.Store.
+type lsmEngine interface {
 	shaper
 	EstimateDiskUsage(lo, hi []byte) (uint64, error)
 }
@@ -84,7 +85,7 @@ type engine interface {
 // tombstones counts the tombstones in sstables, or -1 when the store
 // cannot say.
 func tombstones(s *store) int64 {
-	e, ok := s.kv.(engine)
+	e, ok := s.kv.(lsmEngine)
 	if !ok {
 		return -1
 	}
@@ -120,7 +121,7 @@ func compact(c *ctx, dir string) int {
 	steps := compactSteps()
 	for i, st := range steps {
 		est := ""
-		if e, ok := s.kv.(engine); ok {
+		if e, ok := s.kv.(lsmEngine); ok {
 			if n, err := e.EstimateDiskUsage(st.lo, st.hi); err == nil {
 				est = size(n)
 			}
@@ -128,7 +129,7 @@ func compact(c *ctx, dir string) int {
 		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.name, est)
 		t := time.Now()
 		stop := ticker(c, st.name, t)
-		err := s.kv.(storage.Admin).Compact(st.lo, st.hi)
+		err := s.kv.(engine.Admin).Compact(st.lo, st.hi)
 		stop()
 		if err != nil {
 			fmt.Fprintln(c.stderr)

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -73,7 +73,7 @@ func writeStore(t *testing.T, fill func(db *tipkv.DB)) string {
 // set writes raw keys and values in one batch.
 func set(t *testing.T, db *tipkv.DB, kv ...[]byte) {
 	t.Helper()
-	require.NoError(t, link.Write(db, func(tx *storage.Tx) error {
+	require.NoError(t, link.Write(db, func(tx *link.Tx) error {
 		for i := 0; i < len(kv); i += 2 {
 			if err := tx.Batch.Set(kv[i], kv[i+1]); err != nil {
 				return err
@@ -166,4 +166,4 @@ func dirState(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func linkStore(db *tipkv.DB) (storage.Store, error) { return link.Store(db) }
+func linkStore(db *tipkv.DB) (engine.Store, error) { return link.Store(db) }

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/queue"
 )
 

@@ -5,15 +5,15 @@ import (
 	"fmt"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
 )
 
 // store is an open tipkv store and its raw key-value view.
 type store struct {
 	dir string
 	db  *tipkv.DB
-	kv  storage.Store
+	kv  engine.Store
 }
 
 // openStore opens the store in dir, read-only unless write is set. On

@@ -14,9 +14,9 @@ import (
 	"strconv"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -104,7 +104,7 @@ type deadLetter struct {
 
 type checker struct {
 	o   Options
-	r   storage.Reader
+	r   engine.Reader
 	rep Report
 
 	sawFormat   bool
@@ -117,7 +117,7 @@ type checker struct {
 }
 
 // Store checks the store r reads.
-func Store(r storage.Reader, o Options) Report {
+func Store(r engine.Reader, o Options) Report {
 	if o.Max == 0 {
 		o.Max = 100
 	}
@@ -419,7 +419,7 @@ func (ck *checker) queues() {
 		case err == nil:
 			dead := codec.AppendAsc(codec.AppendString([]byte{0x05}, d.queue), d.seq)
 			ck.add("queue", dead, "sequence number %d is both a message and a dead letter", d.seq)
-		case !errors.Is(err, storage.ErrNotFound):
+		case !errors.Is(err, engine.ErrNotFound):
 			ck.readFailed("queue-items", err)
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/check"
 	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
-	"github.com/tipkv/tipkv/internal/storage"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
@@ -29,7 +29,7 @@ func item() []byte {
 
 // store returns a DB holding a healthy sample and a function that writes
 // raw keys into it.
-func store(t *testing.T) (storage.Store, func(kv ...[]byte)) {
+func store(t *testing.T) (engine.Store, func(kv ...[]byte)) {
 	db := testutil.OpenMem(t)
 	s, err := link.Store(db)
 	require.NoError(t, err)

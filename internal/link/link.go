@@ -7,16 +7,16 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tipkv/tipkv/internal/storage"
+	"github.com/tipkv/tipkv/engine"
 )
 
 var (
 	// Store returns the storage of a *tipkv.DB.
-	Store func(db any) (storage.Store, error)
+	Store func(db any) (engine.Store, error)
 	// Begin returns the Tx a write on w runs in: a *tipkv.Batch's own
 	// (own false), or a new one for a *tipkv.DB (own true), which End
 	// ends. Write calls it; packages call Write.
-	Begin func(w any) (tx *storage.Tx, own bool, err error)
+	Begin func(w any) (tx *Tx, own bool, err error)
 	// End ends a Tx that Begin made for a *tipkv.DB, after the function
 	// that filled it returned err: it commits the Tx if err is nil and
 	// aborts it otherwise, then recycles it. panicked says the function
@@ -24,7 +24,7 @@ var (
 	// condition failed and the function should run again in a new Tx
 	// (never with once, never for attempt past the DB's MaxRetries); End
 	// has then waited the pause.
-	End func(w any, tx *storage.Tx, err error, panicked bool, attempt int, once bool) (again bool, _ error)
+	End func(w any, tx *Tx, err error, panicked bool, attempt int, once bool) (again bool, _ error)
 	// Services returns the per-DB registry where packages keep in-memory
 	// state (version caches, queue watermarks) shared by every handle of
 	// one DB.
@@ -36,12 +36,12 @@ var (
 	LegacyNames func(db any) bool
 	// Reader returns the storage reader of a *tipkv.DB (the live store) or
 	// a *tipkv.Snapshot (its view), and the *tipkv.DB it belongs to.
-	Reader func(r any) (storage.Reader, any, error)
+	Reader func(r any) (engine.Reader, any, error)
 	// NewDB returns a *tipkv.DB on an open store, for engines outside the
 	// core module (etcdkv, sqlkv) and for tests. opts is a *tipkv.Options
 	// or nil; its engine fields (InMemory, CacheSize, MemTableSize) are
 	// ignored. The DB owns the store: its Close closes it.
-	NewDB func(s storage.Store, name string, opts any) (any, error)
+	NewDB func(s engine.Store, name string, opts any) (any, error)
 )
 
 // Write runs f with the Tx of a tipkv.Writer: a *tipkv.DB commits a new Tx
@@ -50,17 +50,17 @@ var (
 //
 // It is a function, not a hook the root package sets, so that f does not
 // escape: the closure a package passes stays on its stack.
-func Write(w any, f func(*storage.Tx) error) error { return write(w, f, false) }
+func Write(w any, f func(*Tx) error) error { return write(w, f, false) }
 
 // WriteOnce is Write, except that a *tipkv.DB commits f's Tx once and
-// returns a failed condition (storage.ErrConditionFailed) instead of
+// returns a failed condition (engine.ErrConditionFailed) instead of
 // running f again after a pause: for a package that retries in its own way
 // (a queue consumer that lost a race reads again at once).
-func WriteOnce(w any, f func(*storage.Tx) error) error { return write(w, f, true) }
+func WriteOnce(w any, f func(*Tx) error) error { return write(w, f, true) }
 
-func write(w any, f func(*storage.Tx) error, once bool) error {
+func write(w any, f func(*Tx) error, once bool) error {
 	if Begin == nil {
-		return fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", storage.ErrInvalid, w)
+		return fmt.Errorf("%w: writer %T is neither *tipkv.DB nor *tipkv.Batch", engine.ErrInvalid, w)
 	}
 	for attempt := 0; ; attempt++ {
 		tx, own, err := Begin(w)
@@ -79,7 +79,7 @@ func write(w any, f func(*storage.Tx) error, once bool) error {
 
 // runOwn runs f in tx, a Tx of its own, and ends it, aborting it if f
 // panics.
-func runOwn(w any, tx *storage.Tx, f func(*storage.Tx) error, attempt int, once bool) (again bool, err error) {
+func runOwn(w any, tx *Tx, f func(*Tx) error, attempt int, once bool) (again bool, err error) {
 	returned := false
 	defer func() {
 		if !returned {

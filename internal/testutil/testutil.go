@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage/pebblestore"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/pebblestore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 )
 
 // OpenMem opens an in-memory DB closed when the test ends.

@@ -8,8 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/storage"
-	"github.com/tipkv/tipkv/internal/storage/sharedstore"
+	"github.com/tipkv/tipkv/internal/sharedstore"
 	tipkvtest "github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/metrics/tipkvotel"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,7 +19,7 @@ import (
 func write(t *testing.T, db *tipkv.DB, n int) {
 	t.Helper()
 	for i := range n {
-		require.NoError(t, link.Write(db, func(tx *storage.Tx) error {
+		require.NoError(t, link.Write(db, func(tx *link.Tx) error {
 			return tx.Batch.Set([]byte(fmt.Sprintf("\x01key-%05d", i)), []byte("value"))
 		}))
 	}

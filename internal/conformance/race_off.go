@@ -1,7 +1,0 @@
-//go:build !race
-
-package conformance
-
-// raceEnabled is whether the race detector is on: the heavier tests then
-// run at a smaller size.
-const raceEnabled = false

@@ -1,0 +1,224 @@
+package tipkvtest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/versioned"
+)
+
+func documentTTLCases() []Case {
+	return []Case{
+		{"TTLHidesExpiredVersions", checked(testTTLHidesExpiredVersions)},
+		{"TTLPurgeExpired", checked(testTTLPurgeExpired)},
+		{"TTLPurgeRacingPuts", checked(testTTLPurgeRacingPuts)},
+		{"TTLPurgeInTheBackgroundAndAfterRestart", checked(testTTLPurgeInTheBackground)},
+	}
+}
+
+const ttl = time.Minute
+
+func expiring(t testing.TB, db *tipkv.DB, purgeEvery time.Duration) *versioned.Collection[person] {
+	t.Helper()
+	c, err := versioned.NewCollection[person](db, "sessions", &versioned.Options[person]{TTL: ttl, PurgeInterval: purgeEvery})
+	require.NoError(t, err)
+	return c
+}
+
+// clockOpts returns DB options whose clock is clock.
+func clockOpts(clock *feedClock) *tipkv.Options { return &tipkv.Options{Clock: clock.Now} }
+
+// Each version reads as gone from TTL after its write: Latest, Get and
+// AsOf answer ErrNotFound, History and LatestAll skip it, and PutIf(0)
+// takes an expired document for missing without reusing its versions.
+func testTTLHidesExpiredVersions(t *testing.T, b Backend) {
+	clock := &feedClock{now: t0}
+	db := b.Open(t, clockOpts(clock))
+	_, err := versioned.NewCollection[person](db, "bad", &versioned.Options[person]{TTL: -time.Second})
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	c := expiring(t, db, -1)
+	plain, err := versioned.NewCollection[person](db, "sessions", nil) // reads the expiry of each version too
+	require.NoError(t, err)
+
+	_, err = c.Put(db, "a", person{Name: "a1"})
+	require.NoError(t, err)
+	_, err = c.Put(db, "b", person{Name: "b1"})
+	require.NoError(t, err)
+	clock.Set(t0.Add(30 * time.Second))
+	_, err = c.Put(db, "a", person{Name: "a2"})
+	require.NoError(t, err)
+
+	clock.Set(t0.Add(45 * time.Second)) // nothing expired
+	require.Equal(t, []int64{2, 1}, versionsOf(drain(t, c.History("a", tipkv.Query{}))))
+	require.Len(t, drain(t, c.LatestAll(tipkv.Query{})), 2)
+
+	clock.Set(t0.Add(ttl + 10*time.Second)) // a1 and b1 expired, a2 not
+	for _, r := range []*versioned.Collection[person]{c, plain} {
+		d, err := r.Latest("a")
+		require.NoError(t, err)
+		require.Equal(t, "a2", d.Value.Name)
+		_, err = r.Get("a", 1)
+		require.ErrorIs(t, err, tipkv.ErrNotFound)
+		_, err = r.AsOf("a", 1)
+		require.ErrorIs(t, err, tipkv.ErrNotFound)
+		_, err = r.Latest("b")
+		require.ErrorIs(t, err, tipkv.ErrNotFound)
+		require.Contains(t, err.Error(), "expired")
+		require.Equal(t, []int64{2}, versionsOf(drain(t, r.History("a", tipkv.Query{}))))
+		require.Equal(t, []int64{2}, versionsOf(drain(t, r.History("a", tipkv.Query{Limit: 1}))))
+		require.Equal(t, []string{"a"}, idsOf(drain(t, r.LatestAll(tipkv.Query{}))))
+		many, err := r.LatestMany("a", "b")
+		require.NoError(t, err)
+		require.Equal(t, "a2", many[0].Value.Name)
+		require.Zero(t, many[1].Version, "b has expired")
+	}
+	count, err := c.Count("b")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count, "expired, not purged yet")
+
+	// PutIf(0) creates an expired document again, after its versions.
+	_, err = c.PutIf(db, "a", person{Name: "a3"}, 0)
+	require.ErrorIs(t, err, tipkv.ErrConflict, "a2 is live")
+	v, err := c.PutIf(db, "b", person{Name: "b2"}, 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, v)
+	db2 := db
+	if b.Second != nil {
+		db2 = b.Second(t, db, clockOpts(clock))
+	}
+	c2 := expiring(t, db2, -1)
+	clock.Set(t0.Add(3 * ttl)) // everything expired
+	v, err = c2.PutIf(db2, "a", person{Name: "a3"}, 0)
+	require.NoError(t, err, "another handle that has not read a takes it for missing too")
+	require.EqualValues(t, 3, v)
+	d, err := c.Latest("a")
+	require.NoError(t, err)
+	require.Equal(t, "a3", d.Value.Name)
+}
+
+// PurgeExpired drops the whole history of every document whose latest
+// version has expired, and nothing else; a document written again starts
+// at version 1.
+func testTTLPurgeExpired(t *testing.T, b Backend) {
+	clock := &feedClock{now: t0}
+	db := b.Open(t, clockOpts(clock))
+	c := expiring(t, db, -1)
+	plain := people(t, db)
+	n := b.N(40)
+	for i := range n {
+		putN(t, c, db, fmt.Sprint("old", i), 3)
+	}
+	_, err := plain.Put(db, "forever", person{Name: "no ttl"}) // another collection
+	require.NoError(t, err)
+	clock.Set(t0.Add(ttl))
+	putN(t, c, db, "new", 2)
+	_, err = c.Put(db, "old0", person{Name: "again"}) // live again
+	require.NoError(t, err)
+
+	st, err := c.PurgeExpired(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, versioned.PurgeStats{Documents: n + 1, Purged: n - 1, Versions: int64(3 * (n - 1))}, st)
+	for i := 1; i < n; i++ {
+		count, err := c.Count(fmt.Sprint("old", i))
+		require.NoError(t, err)
+		require.Zero(t, count)
+	}
+	count, err := c.Count("old0")
+	require.NoError(t, err)
+	require.EqualValues(t, 4, count, "old0 is live: kept whole")
+	require.Equal(t, []int64{4}, versionsOf(drain(t, c.History("old0", tipkv.Query{}))), "its expired versions hidden")
+	require.Equal(t, []int64{2, 1}, versionsOf(drain(t, c.History("new", tipkv.Query{}))))
+	_, err = plain.Latest("forever")
+	require.NoError(t, err)
+
+	v, err := c.Put(db, "old1", person{Name: "reborn"})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, v, "a purge restarts the versions")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.PurgeExpired(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// A purge racing a Put of the same document never drops the new version:
+// the purge holds only while the latest version is the expired one.
+func testTTLPurgeRacingPuts(t *testing.T, b Backend) {
+	clock := &feedClock{now: t0}
+	db := b.Open(t, clockOpts(clock))
+	db2 := db
+	if b.Second != nil {
+		db2 = b.Second(t, db, clockOpts(clock))
+	}
+	c, c2 := expiring(t, db, -1), expiring(t, db2, -1)
+	ids := []string{"a", "b", "c", "d"}
+	for round := range b.N(40) {
+		for _, id := range ids {
+			_, err := c.Put(db, id, person{Name: "old"})
+			require.NoError(t, err)
+		}
+		clock.Set(clock.Now().Add(ttl))
+		var wg sync.WaitGroup
+		spawn(&wg, func() {
+			if _, err := c.PurgeExpired(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		for _, id := range ids {
+			spawn(&wg, func() {
+				if _, err := c2.Put(db2, id, person{Name: fmt.Sprint("new", round)}); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, id := range ids {
+			d, err := c.Latest(id)
+			require.NoError(t, err, "round %d, %s", round, id)
+			require.Equal(t, fmt.Sprint("new", round), d.Value.Name)
+		}
+	}
+}
+
+// A handle with a TTL purges expired documents in the background, at
+// once when it is created (so after a restart too), and stops with Close.
+func testTTLPurgeInTheBackground(t *testing.T, b Backend) {
+	if b.Reopen == nil {
+		t.Skip("the backend cannot reopen a store")
+	}
+	clock := &feedClock{now: t0}
+	db := b.Open(t, clockOpts(clock))
+	c := expiring(t, db, -1)
+	putN(t, c, db, "a", 2)
+	putN(t, c, db, "b", 1)
+	clock.Set(t0.Add(ttl))
+	putN(t, c, db, "live", 1)
+
+	log := newPassLog("tipkv: purge of expired documents")
+	db = b.Reopen(t, db, &tipkv.Options{Clock: clock.Now, Logger: slog.New(log)})
+	c = expiring(t, db, time.Millisecond)
+	deadline := time.After(2 * time.Minute) // a guard against a hang, not a window
+	for {
+		na, err := c.Count("a")
+		require.NoError(t, err)
+		nb, err := c.Count("b")
+		require.NoError(t, err)
+		if na == 0 && nb == 0 {
+			break
+		}
+		select {
+		case <-log.passes:
+		case <-deadline:
+			t.Fatalf("a (%d versions) and b (%d) not purged after two minutes of passes", na, nb)
+		}
+	}
+	_, err := c.Latest("live")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
