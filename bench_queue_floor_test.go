@@ -78,7 +78,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		calls := qbCalls(b)
 		qbEnqueue(b, db, q, calls)
 		qbEnqueue(b, db2, q2, calls)
-		s2, err := link.Store(db2)
+		s2, err := link.StoreOf(db2)
 		require.NoError(b, err)
 		stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench")
 		head := int64(1)
@@ -142,7 +142,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		calls := qbCalls(b)
 		qbEnqueue(b, db, q, calls*n)
 		qbEnqueue(b, db2, q2, calls*n)
-		s2, err := link.Store(db2)
+		s2, err := link.StoreOf(db2)
 		require.NoError(b, err)
 		stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench")
 		head := int64(1)
@@ -521,7 +521,7 @@ func BenchmarkQueueOpen(b *testing.B) {
 }
 
 func storedQueueState(b testing.TB, db *tipkv.DB, name string) queuefmt.State {
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(b, err)
 	v, err := s.Get(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name))
 	require.NoError(b, err)

@@ -188,7 +188,7 @@ func qbReceiveAckStore(b *testing.B, consumed int) (*tipkv.DB, *queue.Queue[[]by
 // left on disk: consumed messages whose tombstones Pebble has not yet
 // compacted away still lie there, before the head.
 func qbSettle(b testing.TB, db *tipkv.DB) {
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(b, err)
 	ps := s.(*pebblestore.Store)
 	busy := func() bool {
@@ -476,7 +476,7 @@ func TestQueueChurn(t *testing.T) {
 	require.NoError(t, q.Enqueue(db, items...))
 	recv := make([]time.Duration, cycles)
 	var maxDisk uint64
-	ps, err := link.Store(db)
+	ps, err := link.StoreOf(db)
 	require.NoError(t, err)
 	// breakdown returns the WAL (live and kept for recycling) and table
 	// sizes and the table count, in MiB.

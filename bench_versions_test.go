@@ -167,7 +167,7 @@ func vbBuild(b *testing.B, root string) *vbData {
 	// layout versioned/ writes (as Put would, without its read per write).
 	db, err := tipkv.Open(d.pristine, &tipkv.Options{NoSync: true})
 	require.NoError(b, err)
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(b, err)
 	batch := s.NewBatch()
 	vbEach(func(prefix []byte, v int64, value []byte) {
@@ -358,7 +358,7 @@ func BenchmarkVersions(b *testing.B) {
 // vbStoreGetOp is vbHotGetOp through tipkv's storage seam on tipkv's DB:
 // engine.GetAppend into a reused buffer, then the codec's copy.
 func vbStoreGetOp(b *testing.B, d *vbData) func(int) {
-	s, err := link.Store(d.db)
+	s, err := link.StoreOf(d.db)
 	require.NoError(b, err)
 	ids := vbHotIDs(d)
 	keys := make([][]byte, len(ids))
@@ -457,7 +457,7 @@ func vbPair(b *testing.B, chunk int, throughput bool, base, ours func(i int)) {
 }
 
 func vbFilterStats(b testing.TB, db *tipkv.DB) (hits, misses int64) {
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(b, err)
 	fs, ok := s.(interface{ FilterStats() (int64, int64) })
 	require.True(b, ok)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/tipkvtest"
@@ -56,9 +55,8 @@ func TestConformanceShared(t *testing.T) {
 				return hubs[db]
 			}
 			handle := func(t testing.TB, h *sharedstore.Hub, name string, opts *tipkv.Options) *tipkv.DB {
-				d, err := link.NewDB(h.Handle(), name, opts)
+				db, err := tipkv.OpenEngine(h.Handle(), name, opts)
 				require.NoError(t, err)
-				db := d.(*tipkv.DB)
 				mu.Lock()
 				hubs[db] = h
 				mu.Unlock()

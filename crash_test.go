@@ -64,7 +64,7 @@ func TestCrashBatchesAtomic(t *testing.T) {
 			db2, err := tipkv.OpenFS("db", crashed, nil)
 			require.NoError(t, err)
 			defer db2.Close()
-			s, _ := link.Store(db2)
+			s, _ := link.StoreOf(db2)
 			// Count the keys of each Update; each is 0 or keysPer, and the
 			// present Updates form a prefix 0..m-1 (the WAL is ordered).
 			counts := map[int]int{}

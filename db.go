@@ -112,13 +112,14 @@ func (o *Options) withDefaults() Options {
 // DB is an open tipkv store. It is safe for concurrent use by many
 // goroutines. Close it when done; calls after Close return ErrClosed.
 type DB struct {
-	dir      string
+	linkRoot // how versioned and queue reach core (internal/link)
+	core     link.DB
 	opts     Options
-	store    engine.Store
-	caps     engine.Caps
-	legacy   bool // values use Go field names (a store created at format 1)
-	services link.Registry
 }
+
+// linkRoot is link.Root under a name of this package, so that embedding it
+// adds no exported field or method to DB.
+type linkRoot = link.Root
 
 // Open opens the store in dir, creating it if dir is missing or empty.
 //
@@ -159,11 +160,47 @@ func open(dir string, cfg pebblestore.Config, o Options) (*DB, error) {
 	return db, nil
 }
 
+// OpenEngine returns a DB on store, an engine the caller opened: the way
+// modules such as etcdkv and sqlkv, or an engine of your own, put tipkv on
+// an ordered key-value store other than the embedded Pebble. name says
+// where the store is, for messages and DB.Dir. opts is as for Open and may
+// be nil; its Pebble fields (InMemory, CacheSize, MemTableSize) are
+// ignored.
+//
+// It checks the store's format as Open does: an empty store gets the
+// current format, an older one is upgraded unless opts.ReadOnly, a newer
+// one is refused with ErrFormat. The DB owns the store from then on: its
+// Close closes it. If OpenEngine fails, the store is left open and the
+// caller still owns it.
+//
+// An engine must meet the contract of package engine and pass both of its
+// suites: package engine/enginetest and package tipkvtest.
+func OpenEngine(store engine.Store, name string, opts *Options) (*DB, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: open engine: nil store", ErrInvalid)
+	}
+	return newDB(store, name, opts.withDefaults(), pebblestore.Marker{})
+}
+
 // newDB wraps an open store: it checks (and on a new store writes, on an
 // older one upgrades) the format key. m describes the directory's marker
 // file; engines without a directory pass the zero marker.
-func newDB(s engine.Store, name string, o Options, m pebblestore.Marker) (*DB, error) { // m: the zero Marker for engines without a directory
-	db := &DB{dir: name, opts: o, store: s, caps: s.Caps()}
+func newDB(s engine.Store, name string, o Options, m pebblestore.Marker) (*DB, error) {
+	db := &DB{opts: o}
+	db.core = link.DB{
+		Store:      s,
+		Caps:       s.Caps(),
+		Name:       name,
+		Clock:      o.Clock,
+		Logger:     o.Logger,
+		ReadOnly:   o.ReadOnly,
+		NoSync:     o.NoSync,
+		MaxRetries: o.MaxRetries,
+	}
+	if db.core.Logger == nil {
+		db.core.Logger = link.Discard
+	}
+	db.linkRoot = link.NewRoot(&db.core)
 	if err := db.checkFormat(m); err != nil {
 		return nil, err
 	}
@@ -189,34 +226,34 @@ func metaKey(name string) []byte {
 // whose marker says it was created but whose format key is gone has lost
 // its data.
 func (db *DB) checkFormat(m pebblestore.Marker) error {
-	v, err := db.store.Get(formatKey)
+	v, err := db.core.Store.Get(formatKey)
 	switch {
 	case errors.Is(err, engine.ErrNotFound):
 		if m.Exists && !m.Creating {
-			return fmt.Errorf("%w: %s has lost its data: its marker file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.dir)
+			return fmt.Errorf("%w: %s has lost its data: its marker file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.core.Name)
 		}
 		if db.opts.ReadOnly {
 			return nil
 		}
 		return db.writeFormat("json")
 	case err != nil:
-		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
+		return fmt.Errorf("tipkv: open %s: %w", db.core.Name, err)
 	}
 	n, err := strconv.Atoi(string(v))
 	if err != nil {
-		return fmt.Errorf("%w: %s: format key holds %q", ErrFormat, db.dir, v)
+		return fmt.Errorf("%w: %s: format key holds %q", ErrFormat, db.core.Name, v)
 	}
 	if n > FormatVersion {
-		return fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, db.dir, n, FormatVersion)
+		return fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, db.core.Name, n, FormatVersion)
 	}
-	names, err := db.store.Get(namesKey)
+	names, err := db.core.Store.Get(namesKey)
 	switch {
 	case errors.Is(err, engine.ErrNotFound):
 		names = []byte("go") // format 1
 	case err != nil:
-		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
+		return fmt.Errorf("tipkv: open %s: %w", db.core.Name, err)
 	}
-	db.legacy = string(names) == "go"
+	db.core.LegacyNames = string(names) == "go"
 	if n < FormatVersion && !db.opts.ReadOnly {
 		return db.writeFormat(string(names))
 	}
@@ -226,8 +263,8 @@ func (db *DB) checkFormat(m pebblestore.Marker) error {
 // writeFormat writes the current format and the value naming, in one
 // synced batch.
 func (db *DB) writeFormat(names string) error {
-	db.legacy = names == "go"
-	b := db.store.NewBatch()
+	db.core.LegacyNames = names == "go"
+	b := db.core.Store.NewBatch()
 	defer b.Close()
 	if err := b.Set(formatKey, []byte(strconv.Itoa(FormatVersion))); err != nil {
 		return err
@@ -236,10 +273,10 @@ func (db *DB) writeFormat(names string) error {
 		return err
 	}
 	if err := b.Apply(true); err != nil {
-		return fmt.Errorf("tipkv: open %s: write the format: %w", db.dir, err)
+		return fmt.Errorf("tipkv: open %s: write the format: %w", db.core.Name, err)
 	}
 	if err := b.Wait(); err != nil {
-		return fmt.Errorf("tipkv: open %s: write the format: %w", db.dir, err)
+		return fmt.Errorf("tipkv: open %s: write the format: %w", db.core.Name, err)
 	}
 	return nil
 }
@@ -252,17 +289,17 @@ func (db *DB) writeFormat(names string) error {
 // ErrClosed at its next step. Later calls on the DB or its handles return
 // ErrClosed, and so does a second Close.
 func (db *DB) Close() error {
-	db.services.Close()
-	return db.store.Close()
+	db.core.Services.Close()
+	return db.core.Store.Close()
 }
 
 // Dir returns the directory the DB was opened in (for a shared engine, the
 // name it was opened with).
-func (db *DB) Dir() string { return db.dir }
+func (db *DB) Dir() string { return db.core.Name }
 
 // admin returns the store's maintenance interface, or an error.
 func (db *DB) admin() (engine.Admin, error) {
-	a, ok := db.store.(engine.Admin)
+	a, ok := db.core.Store.(engine.Admin)
 	if !ok {
 		return nil, fmt.Errorf("%w: this storage engine has no maintenance calls", ErrInvalid)
 	}
@@ -316,65 +353,9 @@ func (db *DB) DiskUsage() uint64 {
 // cannot checkpoint (etcd, SQL: back those up with their own tools), is
 // ErrInvalid, naming the engine.
 func (db *DB) Checkpoint(dir string) error {
-	c, ok := db.store.(engine.Checkpointer)
+	c, ok := db.core.Store.(engine.Checkpointer)
 	if !ok {
-		return fmt.Errorf("%w: checkpoint: the %s engine has no checkpoint; back it up with its own tools", ErrInvalid, engine.EngineName(db.store))
+		return fmt.Errorf("%w: checkpoint: the %s engine has no checkpoint; back it up with its own tools", ErrInvalid, engine.EngineName(db.core.Store))
 	}
 	return c.Checkpoint(dir)
-}
-
-func dbOf(db any) (*DB, error) {
-	d, ok := db.(*DB)
-	if !ok || d == nil {
-		return nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
-	}
-	return d, nil
-}
-
-func init() {
-	link.Store = func(db any) (engine.Store, error) {
-		d, err := dbOf(db)
-		if err != nil {
-			return nil, err
-		}
-		return d.store, nil
-	}
-	link.Services = func(db any) (*link.Registry, error) {
-		d, err := dbOf(db)
-		if err != nil {
-			return nil, err
-		}
-		return &d.services, nil
-	}
-	link.Begin = begin
-	link.End = end
-	link.Clock = func(db any) (func() time.Time, error) {
-		d, err := dbOf(db)
-		if err != nil {
-			return nil, err
-		}
-		return d.opts.Clock, nil
-	}
-	link.Logger = func(db any) *slog.Logger {
-		if d, err := dbOf(db); err == nil && d.opts.Logger != nil {
-			return d.opts.Logger
-		}
-		return link.Discard
-	}
-	link.LegacyNames = func(db any) bool {
-		d, err := dbOf(db)
-		return err == nil && d.legacy
-	}
-	link.Reader = func(r any) (engine.Reader, any, error) {
-		rd, db, err := readerOf(r)
-		return rd, db, err
-	}
-	link.NewDB = func(s engine.Store, name string, opts any) (any, error) {
-		o, _ := opts.(*Options)
-		db, err := newDB(s, name, o.withDefaults(), pebblestore.Marker{})
-		if err != nil {
-			return nil, err
-		}
-		return db, nil
-	}
 }

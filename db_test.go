@@ -28,7 +28,7 @@ func del(w tipkv.Writer, key string) error {
 
 func get(t *testing.T, db *tipkv.DB, key string) (string, error) {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	v, err := s.Get([]byte(key))
 	return string(v), err
@@ -142,7 +142,7 @@ func TestUseAfterClose(t *testing.T) {
 	require.ErrorIs(t, put(db, "\x06a", "1"), tipkv.ErrClosed)
 	_, err = get(t, db, "\x06a")
 	require.ErrorIs(t, err, tipkv.ErrClosed)
-	s, _ := link.Store(db)
+	s, _ := link.StoreOf(db)
 	_, err = s.NewIter([]byte{0}, []byte{0xff})
 	require.ErrorIs(t, err, tipkv.ErrClosed)
 }
@@ -152,7 +152,7 @@ func TestUseAfterClose(t *testing.T) {
 func TestCloseDuringUse(t *testing.T) {
 	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
 	require.NoError(t, err)
-	s, _ := link.Store(db)
+	s, _ := link.StoreOf(db)
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for g := range 8 {

@@ -1,10 +1,9 @@
 package tipkv
 
 import (
-	"errors"
-
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // The errors tipkv returns, wrapped with the key, id or name that failed:
@@ -17,7 +16,7 @@ var (
 	// ErrConflict is returned by conditional writes (PutIf) when the current
 	// state is not the one the caller expected, and by DB.Update on a shared
 	// engine when its conditions kept failing after every retry.
-	ErrConflict = errors.New("tipkv: conflict")
+	ErrConflict = link.ErrConflict
 
 	// ErrConditionFailed is what a commit-time condition that did not hold
 	// returns on a shared engine: another process changed what the Update

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // Metrics are a DB's figures at one moment, for dashboards and alerts: the
@@ -227,15 +228,15 @@ type StreamMetrics struct {
 // collection and stream (BenchmarkMetrics), so it can be polled every few
 // seconds. On Pebble, after Close it returns ErrClosed.
 func (db *DB) Metrics() (Metrics, error) {
-	m := Metrics{Engine: engine.EngineName(db.store)}
-	if mt, ok := db.store.(engine.Meter); ok {
+	m := Metrics{Engine: engine.EngineName(db.core.Store)}
+	if mt, ok := db.core.Store.(engine.Meter); ok {
 		em, err := mt.EngineMetrics()
 		if err != nil {
 			return Metrics{}, err
 		}
 		m.Storage = storageMetrics(em)
 	}
-	db.services.Meters().Fill(&m)
+	link.MetersOf[Metrics](&db.core.Services).Fill(&m)
 	slices.SortFunc(m.Queues, func(a, b QueueMetrics) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(m.Collections, func(a, b CollectionMetrics) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(m.Streams, func(a, b StreamMetrics) int { return cmp.Compare(a.Name, b.Name) })

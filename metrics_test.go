@@ -103,18 +103,17 @@ func TestStorageMetricsMirrorsTheEngine(t *testing.T) {
 // Packages add their sections through the registry; Metrics sorts them.
 func TestMetricsSectionsFromPackages(t *testing.T) {
 	db := testutil.OpenMem(t)
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	require.NoError(t, err)
+	reg := &ln.Services
 	type key struct{ name string }
 	var enqueued uint64
 	for _, name := range []string{"jobs", "emails"} {
-		reg.Meters().Set(key{name}, func(m any) {
-			mm := m.(*tipkv.Metrics)
+		link.MetersOf[tipkv.Metrics](reg).Set(key{name}, func(mm *tipkv.Metrics) {
 			mm.Queues = append(mm.Queues, tipkv.QueueMetrics{Name: name, Depth: 1, Enqueued: enqueued})
 		})
 	}
-	reg.Meters().Set(key{"users"}, func(m any) {
-		mm := m.(*tipkv.Metrics)
+	link.MetersOf[tipkv.Metrics](reg).Set(key{"users"}, func(mm *tipkv.Metrics) {
 		mm.Collections = append(mm.Collections, tipkv.CollectionMetrics{Name: "users", Writes: 3})
 		mm.Streams = append(mm.Streams, tipkv.StreamMetrics{Name: "audit", Appends: 2})
 	})
@@ -126,8 +125,8 @@ func TestMetricsSectionsFromPackages(t *testing.T) {
 	require.Equal(t, []tipkv.StreamMetrics{{Name: "audit", Appends: 2}}, m.Streams)
 
 	// Set under the same key replaces; Delete removes.
-	reg.Meters().Set(key{"jobs"}, func(any) {})
-	reg.Meters().Delete(key{"users"})
+	link.MetersOf[tipkv.Metrics](reg).Set(key{"jobs"}, func(*tipkv.Metrics) {})
+	link.MetersOf[tipkv.Metrics](reg).Delete(key{"users"})
 	m, err = db.Metrics()
 	require.NoError(t, err)
 	require.Len(t, m.Queues, 1)
@@ -173,7 +172,9 @@ func TestLoggerHearsTheEngine(t *testing.T) {
 	h := &records{}
 	logger := slog.New(h)
 	db, _ := testutil.OpenDir(t, &tipkv.Options{Logger: logger})
-	require.Same(t, logger, link.Logger(db), "packages log where the DB does")
+	ln, err := link.Of(db)
+	require.NoError(t, err)
+	require.Same(t, logger, ln.Logger, "packages log where the DB does")
 
 	require.NoError(t, put(db, "\x01a", "1"))
 	require.NoError(t, db.Flush()) // the flush event is emitted before Flush returns
@@ -186,10 +187,10 @@ func TestLoggerHearsTheEngine(t *testing.T) {
 
 func TestNoLoggerDiscards(t *testing.T) {
 	db := testutil.OpenMem(t)
-	l := link.Logger(db)
-	require.NotNil(t, l)
-	require.False(t, l.Enabled(context.Background(), slog.LevelError))
-	require.False(t, link.Logger("not a DB").Enabled(context.Background(), slog.LevelError))
+	ln, err := link.Of(db)
+	require.NoError(t, err)
+	require.NotNil(t, ln.Logger)
+	require.False(t, ln.Logger.Enabled(context.Background(), slog.LevelError))
 }
 
 // Metrics on an engine without figures (a shared engine) still carries
@@ -218,12 +219,12 @@ func BenchmarkMetrics(b *testing.B) {
 					require.NoError(b, db.Flush())
 				}
 			}
-			reg, err := link.Services(db)
+			ln, err := link.Of(db)
 			require.NoError(b, err)
+			reg := &ln.Services
 			for i := range sections {
 				name := fmt.Sprintf("queue-%03d", sections-i)
-				reg.Meters().Set(name, func(m any) {
-					mm := m.(*tipkv.Metrics)
+				link.MetersOf[tipkv.Metrics](reg).Set(name, func(mm *tipkv.Metrics) {
 					mm.Queues = append(mm.Queues, tipkv.QueueMetrics{Name: name})
 				})
 			}

@@ -75,7 +75,7 @@ func TestCrashQueueCount(t *testing.T) {
 			ms, err := q.Peek(1 << 30)
 			require.NoError(t, err)
 			require.Equal(t, len(ms), q.Len(), "the count after the crash (noSync=%v)", noSync)
-			s, err := link.Store(db)
+			s, err := link.StoreOf(db)
 			require.NoError(t, err)
 			require.NoError(t, check.Store(s, check.Options{}).Err())
 			// And it goes on counting right.

@@ -28,7 +28,7 @@ func TestQueueStateStoredAtCloseNotByEnqueues(t *testing.T) {
 		require.NoError(t, q.Enqueue(db, make([]int, 100)...))
 	}
 	stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "q")
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	_, err = s.Get(stateKey)
 	require.ErrorIs(t, err, engine.ErrNotFound, "no enqueue writes the state key")
@@ -37,7 +37,7 @@ func TestQueueStateStoredAtCloseNotByEnqueues(t *testing.T) {
 	db, err = tipkv.OpenFS("db", fs, &tipkv.Options{NoSync: true})
 	require.NoError(t, err)
 	defer db.Close()
-	s, err = link.Store(db)
+	s, err = link.StoreOf(db)
 	require.NoError(t, err)
 	v, err := s.Get(stateKey)
 	require.NoError(t, err, "Close stores the state")

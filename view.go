@@ -3,7 +3,7 @@ package tipkv
 import (
 	"fmt"
 
-	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // Snapshot is a consistent, read-only view of a DB as of the moment View
@@ -13,10 +13,11 @@ import (
 // View; it is safe for concurrent use by the goroutines that function
 // starts, until it returns.
 type Snapshot struct {
-	db   *DB
-	snap engine.Snapshot
-	done bool
+	linkInView // its view, until the View returns (internal/link)
+	db         *DB
 }
+
+type linkInView = link.InView
 
 // View runs fn with a snapshot of the store and releases it when fn
 // returns, with fn's error. On Pebble a snapshot is a Pebble snapshot; on
@@ -25,13 +26,13 @@ func (db *DB) View(fn func(*Snapshot) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: view: nil function", ErrInvalid)
 	}
-	snap, err := db.store.NewSnapshot()
+	snap, err := db.core.Store.NewSnapshot()
 	if err != nil {
 		return fmt.Errorf("tipkv: view: %w", err)
 	}
-	s := &Snapshot{db: db, snap: snap}
+	s := &Snapshot{linkInView: link.NewInView(&db.core, snap), db: db}
 	defer func() {
-		s.done = true
+		link.EndView(&s.linkInView)
 		_ = snap.Close()
 	}()
 	return fn(s)
@@ -39,22 +40,3 @@ func (db *DB) View(fn func(*Snapshot) error) error {
 
 // DB returns the DB the snapshot belongs to.
 func (s *Snapshot) DB() *DB { return s.db }
-
-func readerOf(r any) (engine.Reader, *DB, error) {
-	switch r := r.(type) {
-	case *DB:
-		if r == nil {
-			return nil, nil, fmt.Errorf("%w: nil *tipkv.DB", ErrInvalid)
-		}
-		return r.store, r, nil
-	case *Snapshot:
-		if r == nil {
-			return nil, nil, fmt.Errorf("%w: nil *tipkv.Snapshot", ErrInvalid)
-		}
-		if r.done {
-			return nil, nil, fmt.Errorf("%w: snapshot used after its View returned", ErrInvalid)
-		}
-		return r.snap, r.db, nil
-	}
-	return nil, nil, fmt.Errorf("%w: reader %T is neither *tipkv.DB nor *tipkv.Snapshot", ErrInvalid, r)
-}

@@ -82,9 +82,8 @@ func openFaulty(t *testing.T, odds faultstore.Odds, retries int) (*tipkv.DB, *fa
 	ps, err := pebblestore.Open("mem", pebblestore.Config{InMemory: true, CacheSize: 1 << 20, MemTableSize: 1 << 20})
 	require.NoError(t, err)
 	fs := faultstore.New(ps, faultstore.Odds{}, 1) // no faults while the DB opens
-	d, err := link.NewDB(fs, "faulty", &tipkv.Options{MaxRetries: retries})
+	db, err := tipkv.OpenEngine(fs, "faulty", &tipkv.Options{MaxRetries: retries})
 	require.NoError(t, err)
-	db := d.(*tipkv.DB)
 	t.Cleanup(func() { _ = db.Close() })
 	fs.SetOdds(odds)
 	return db, fs

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
-	"github.com/tipkv/tipkv/internal/link"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -130,12 +129,12 @@ func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, erro
 		return nil, err
 	}
 	name := "etcd:" + strings.Join(s.c.Endpoints(), ",") + "/" + cfg.Namespace
-	db, err := link.NewDB(s, name, opts)
+	db, err := tipkv.OpenEngine(s, name, opts)
 	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("tipkv: open %s: %w", name, err)
 	}
-	return db.(*tipkv.DB), nil
+	return db, nil
 }
 
 // Store is a engine.Store on an etcd v3 cluster. It is safe for concurrent

@@ -29,9 +29,8 @@ func openFormat1(t *testing.T) *tipkv.DB {
 	require.NoError(t, b.Set(codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), "format"), []byte("1")))
 	require.NoError(t, b.Apply(false))
 	require.NoError(t, b.Close())
-	d, err := link.NewDB(s, "format1", nil)
+	db, err := tipkv.OpenEngine(s, "format1", nil)
 	require.NoError(t, err)
-	db := d.(*tipkv.DB)
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
@@ -51,7 +50,7 @@ func TestDefaultCodecFollowsTheStore(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			q := openQ[apiEvent](t, tc.db, "events", nil)
 			require.NoError(t, q.Enqueue(tc.db, apiEvent{UserID: "u1"}))
-			s, err := link.Store(tc.db)
+			s, err := link.StoreOf(tc.db)
 			require.NoError(t, err)
 			v, err := s.Get(codec.AppendAsc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), "events"), 1))
 			require.NoError(t, err)

@@ -35,6 +35,7 @@ import (
 //	                     finished, so none of them is visible yet
 type core struct {
 	db    *tipkv.DB
+	ln    *link.DB // db's internals
 	store engine.Store
 	sh    *shared
 	// sm is non-nil on a shared engine (shared.go); then of the fields
@@ -153,18 +154,11 @@ type registryKey struct{ name string }
 
 // coreFor returns the loaded core of queue name in db.
 func coreFor(db *tipkv.DB, name string) (*core, error) {
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		return nil, err
 	}
-	store, err := link.Store(db)
-	if err != nil {
-		return nil, err
-	}
-	clock, err := link.Clock(db)
-	if err != nil {
-		return nil, err
-	}
+	reg, store, clock := &ln.Services, ln.Store, ln.Clock
 	sh := sharedOf(reg)
 	c := reg.Get(registryKey{name}, func() any {
 		var sm *sharedMem
@@ -174,10 +168,11 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 		return &core{
 			sm:       sm,
 			db:       db,
+			ln:       ln,
 			store:    store,
 			sh:       sh,
 			clock:    clock,
-			log:      link.Logger(db),
+			log:      ln.Logger,
 			name:     name,
 			k:        newKeys(name),
 			closedCh: make(chan struct{}),

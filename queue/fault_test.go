@@ -70,15 +70,14 @@ func runSharedFaults(t *testing.T, seed uint64, steps int) {
 	var qs []*queue.Queue[int]
 	for i := range 2 {
 		fs := faultstore.New(hub.Handle(), faultstore.Odds{}, seed+uint64(i))
-		d, err := link.NewDB(fs, fmt.Sprint("process-", i), &tipkv.Options{Clock: clock.Now})
+		db, err := tipkv.OpenEngine(fs, fmt.Sprint("process-", i), &tipkv.Options{Clock: clock.Now})
 		require.NoError(t, err)
-		db := d.(*tipkv.DB)
 		t.Cleanup(func() { _ = db.Close() })
 		fs.SetOdds(odds)
 		fss, dbs = append(fss, fs), append(dbs, db)
 		qs = append(qs, openQ(t, db, "q", &queue.Options[int]{MaxAttempts: -1}))
 	}
-	raw, err := link.Store(dbs[0])
+	raw, err := link.StoreOf(dbs[0])
 	require.NoError(t, err)
 	// itemState reports whether the store holds d's message, and whether
 	// leased as d leased it (nobody delivered it since).

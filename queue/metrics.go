@@ -28,14 +28,14 @@ type metersKey struct{ name string }
 // register adds the queue's figures to DB.Metrics; it runs once per queue
 // and DB.
 func (c *core) register(reg *link.Registry) {
-	reg.Meters().Set(metersKey{c.name}, c.fill)
+	link.MetersOf[tipkv.Metrics](reg).Set(metersKey{c.name}, c.fill)
 }
 
-// fill appends the queue's figures to m, a *tipkv.Metrics. On Pebble the
+// fill appends the queue's figures to m. On Pebble the
 // gauges come from memory, under the queue's lock for a moment; on a
 // shared engine, where only the store knows them, they are 0 (Stats reads
 // them).
-func (c *core) fill(m any) {
+func (c *core) fill(m *tipkv.Metrics) {
 	qm := tipkv.QueueMetrics{
 		Name:         c.name,
 		Enqueued:     c.m.enqueued.Load(),
@@ -51,8 +51,7 @@ func (c *core) fill(m any) {
 		qm.Leased, qm.Delayed = int64(c.nleased), int64(c.nwaiting)
 		c.mu.Unlock()
 	}
-	mm := m.(*tipkv.Metrics)
-	mm.Queues = append(mm.Queues, qm)
+	m.Queues = append(m.Queues, qm)
 }
 
 // depth is the number of messages in the queue, as Len counts them. The

@@ -23,7 +23,7 @@ import (
 // tipkv.ErrCorrupt and names the key) is yielded once, as the last pair.
 func Names(db *tipkv.DB) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
-		store, err := link.Store(db)
+		ln, err := link.Of(db)
 		if err != nil {
 			yield("", fmt.Errorf("queue names: %w", err))
 			return
@@ -37,7 +37,7 @@ func Names(db *tipkv.DB) iter.Seq2[string, error] {
 		for _, f := range []codec.Family{codec.FamilyQueueItems, codec.FamilyQueueState, codec.FamilyDeadLetters} {
 			lo := codec.AppendFamily(nil, f)
 			// A skip-scan: every seek wants one key.
-			it, err := engine.NewIterN(store, lo, codec.PrefixEnd(lo), 1)
+			it, err := engine.NewIterN(ln.Store, lo, codec.PrefixEnd(lo), 1)
 			if err != nil {
 				yield("", fmt.Errorf("queue names: %w", err))
 				return

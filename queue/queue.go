@@ -100,7 +100,7 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 		return nil, err
 	}
 	if q.codec == nil {
-		q.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
+		q.codec = codec.Msgpack[T]{IgnoreJSONTags: c.ln.LegacyNames}
 	}
 	if c.sm != nil {
 		q.maxValue = c.sm.maxValue
@@ -301,7 +301,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 		return nil
 	}
 	if q.c.sm != nil {
-		err = q.c.writeAny(w, f)
+		err = q.c.write(w, f)
 	} else {
 		err = link.Write(w, f)
 	}
@@ -335,7 +335,7 @@ func (eb *encodeBuf) put() {
 
 // owns checks that tx writes to this queue's DB.
 func (c *core) owns(tx *link.Tx) error {
-	if tx.Owner != c.db {
+	if tx.DB != c.ln {
 		return fmt.Errorf("%w: queue %q: the batch belongs to another DB", tipkv.ErrInvalid, c.name)
 	}
 	return nil

@@ -114,7 +114,7 @@ func TestRestartMidStream(t *testing.T) {
 		require.Equal(t, left[len(left)-1].Seq+1, st.Tail)
 	}
 	// The state key is never ahead of the messages it describes.
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	v, err := s.Get(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "q"))
 	require.NoError(t, err)

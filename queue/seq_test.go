@@ -15,7 +15,7 @@ import (
 // storedState reads queue name's state key.
 func storedState(t *testing.T, db *tipkv.DB, name string) queuefmt.State {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	v, err := s.Get(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name))
 	require.NoError(t, err)

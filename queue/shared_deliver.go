@@ -372,15 +372,6 @@ func (c *core) write(w tipkv.Writer, f func(*link.Tx) error) error {
 	}
 }
 
-// writeAny is write for a Writer given as any (link.Write's signature).
-func (c *core) writeAny(w any, f func(*link.Tx) error) error {
-	tw, ok := w.(tipkv.Writer)
-	if !ok {
-		return link.Write(w, f) // the error it gives
-	}
-	return c.write(tw, f)
-}
-
 // unclaimNow ends claims before any write was added for them: what the
 // items hold is as it was.
 func (c *core) unclaimNow(hs []*held) {

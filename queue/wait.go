@@ -112,11 +112,11 @@ func timerSleep(left, last time.Duration, stalled bool) time.Duration {
 // ended by the new time take effect at once; with the default clock it is
 // never needed. Wake of a nil DB does nothing.
 func Wake(db *tipkv.DB) {
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		return
 	}
-	sh := sharedOf(reg)
+	sh := sharedOf(&ln.Services)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	close(sh.wake)

@@ -18,7 +18,7 @@ func SetParkFor(d time.Duration) (restore func()) {
 // NotifyWatches is the number of watches of db's store that wait for
 // notifications.
 func NotifyWatches(db *tipkv.DB) int {
-	st, err := link.Store(db)
+	st, err := link.StoreOf(db)
 	if err != nil {
 		panic(err)
 	}

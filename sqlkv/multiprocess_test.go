@@ -485,7 +485,7 @@ func mpConsume(ctx context.Context, role string, db *tipkv.DB, q *queue.Queue[mp
 // storeOf returns the sqlkv store under db.
 func storeOf(t testing.TB, db *tipkv.DB) *sqlkv.Store {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	return s.(*sqlkv.Store)
 }

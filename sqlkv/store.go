@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
-	"github.com/tipkv/tipkv/internal/link"
 )
 
 // Open opens the table that cfg names (creating it if missing) and returns
@@ -28,12 +27,12 @@ func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, erro
 	if err != nil {
 		return nil, err
 	}
-	db, err := link.NewDB(s, s.Name(), opts)
+	db, err := tipkv.OpenEngine(s, s.Name(), opts)
 	if err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	return db.(*tipkv.DB), nil
+	return db, nil
 }
 
 // Store is a engine.Store on one SQL table (k bytea PRIMARY KEY, v bytea).

@@ -58,7 +58,7 @@ func (b Backend) N(full int) int {
 // Caps returns the caps of db's engine.
 func Caps(t testing.TB, db *tipkv.DB) engine.Caps {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func Run(t *testing.T, b Backend) {
 // letters). Every conformance test ends with it.
 func Healthy(t testing.TB, db *tipkv.DB) {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1086,7 +1086,7 @@ func checked(f func(*testing.T, Backend)) func(*testing.T, Backend) {
 			return
 		}
 		for _, db := range dbs {
-			if s, err := link.Store(db); err == nil {
+			if s, err := link.StoreOf(db); err == nil {
 				if _, err := s.Get(metaFormatKey); errors.Is(err, engine.ErrClosed) {
 					continue // closed by the test
 				}

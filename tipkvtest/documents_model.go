@@ -346,7 +346,7 @@ var (
 // storedNames returns the field names of the msgpack map stored at key.
 func storedNames(t testing.TB, db *tipkv.DB, key []byte) []string {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	raw, err := s.Get(key)
 	require.NoError(t, err)

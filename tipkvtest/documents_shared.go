@@ -468,15 +468,14 @@ func testSharedFaults(t *testing.T, b Backend) {
 	if !Caps(t, base).Shared {
 		t.Skip("faults of shared engines")
 	}
-	s, err := link.Store(base)
+	s, err := link.StoreOf(base)
 	require.NoError(t, err)
 	below := &sharedStore{Store: s}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	fs := faultstore.New(below, faultstore.Odds{ConditionFailed: 0.2, UnknownApplied: 0.1, UnknownLost: 0.1}, seed)
-	d, err := link.NewDB(fs, "faults", nil)
+	db, err := tipkv.OpenEngine(fs, "faults", nil)
 	require.NoError(t, err)
-	db := d.(*tipkv.DB)
 	t.Cleanup(func() { _ = db.Close() })
 	users := people(t, db)
 	feed, err := versioned.NewFeed[int](db, nil)

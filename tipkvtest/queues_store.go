@@ -267,7 +267,7 @@ func testQueueNames(t *testing.T, b Backend) {
 
 	// Keys of one family each, written raw: a queue with only dead
 	// letters, only a state key, only items; and keys of other families.
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	bt := s.NewBatch()
 	key := func(f codec.Family, name string, seq int64) []byte {
@@ -312,7 +312,7 @@ func testQueueNamesErrors(t *testing.T, b Backend) {
 		require.ErrorIs(t, err, tipkv.ErrInvalid)
 	}
 	db := b.Open(t, nil)
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	bt := s.NewBatch()
 	require.NoError(t, bt.Set(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), "fine"), []byte("x")))

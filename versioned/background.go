@@ -22,10 +22,11 @@ type backgroundKey struct{ key any }
 // as msg+" failed" at Warn; the next pass comes an interval later either
 // way.
 func background(db *tipkv.DB, key any, interval time.Duration, msg string, pass func(context.Context) ([]slog.Attr, error)) error {
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		return err
 	}
+	reg := &ln.Services
 	first := false
 	reg.Get(backgroundKey{key}, func() any { first = true; return struct{}{} })
 	if !first {
@@ -40,7 +41,7 @@ func background(db *tipkv.DB, key any, interval time.Duration, msg string, pass 
 		cancel()
 		<-done
 	})
-	log := link.Logger(db)
+	log := ln.Logger
 	go func() {
 		defer close(done)
 		t := time.NewTimer(0)

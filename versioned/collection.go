@@ -137,14 +137,11 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 	if err := checkName("collection", name); err != nil {
 		return nil, err
 	}
-	s, err := link.Store(db)
-	if err != nil {
-		return nil, err
-	}
 	w, err := writerOf(db)
 	if err != nil {
 		return nil, err
 	}
+	s := w.ln.Store
 	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name), shared: s.Caps().Shared}
 	c.meters = w.collectionMeters(name)
 	if opts != nil {
@@ -161,11 +158,9 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		w.grow(opts.CacheEntries)
 	}
 	if c.codec == nil {
-		c.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
+		c.codec = codec.Msgpack[T]{IgnoreJSONTags: w.ln.LegacyNames}
 	}
-	if c.clock, err = link.Clock(db); err != nil {
-		return nil, err
-	}
+	c.clock = w.ln.Clock
 	if err := c.openFilter(opts != nil && opts.MissFilter); err != nil {
 		return nil, err
 	}
@@ -404,7 +399,7 @@ func (op *putOp[T]) writeShared(tx *link.Tx, e *docEntry) error {
 // reads the store.
 func (c *Collection[T]) failed(tx *link.Tx, id string, err error) error {
 	if errors.Is(err, errStale) {
-		if t, terr := c.w.txOf(c.db, tx); terr == nil {
+		if t, terr := c.w.txOf(tx); terr == nil {
 			t.committing = true
 		}
 	}
@@ -414,7 +409,7 @@ func (c *Collection[T]) failed(tx *link.Tx, id string, err error) error {
 // lock returns the Tx's view of the document under prefix, taking the
 // document for the Tx at its first write of it.
 func (c *Collection[T]) lock(tx *link.Tx, prefix []byte, id string) (*docEntry, error) {
-	t, err := c.w.txOf(c.db, tx)
+	t, err := c.w.txOf(tx)
 	if err != nil {
 		return nil, err
 	}

@@ -64,14 +64,11 @@ type Feed[T any] struct {
 
 // NewFeed returns a Feed on db.
 func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
-	s, err := link.Store(db)
-	if err != nil {
-		return nil, err
-	}
 	w, err := writerOf(db)
 	if err != nil {
 		return nil, err
 	}
+	s := w.ln.Store
 	pos, err := positionsOf(db)
 	if err != nil {
 		return nil, err
@@ -85,12 +82,10 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 		f.retention = opts.Retention
 	}
 	if f.codec == nil {
-		f.codec = codec.Msgpack[T]{IgnoreJSONTags: link.LegacyNames(db)}
+		f.codec = codec.Msgpack[T]{IgnoreJSONTags: w.ln.LegacyNames}
 	}
 	if f.clock == nil {
-		if f.clock, err = link.Clock(db); err != nil {
-			return nil, err
-		}
+		f.clock = w.ln.Clock
 	}
 	if f.retention.active() && f.retention.Interval >= 0 {
 		if err := f.startTrimmer(); err != nil {
@@ -302,7 +297,7 @@ type trimmer struct {
 }
 
 func (f *Feed[T]) trimmer(tx *link.Tx, prefix []byte) (*trimmer, error) {
-	t, err := f.w.txOf(f.db, tx)
+	t, err := f.w.txOf(tx)
 	if err != nil {
 		return nil, err
 	}

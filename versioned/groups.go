@@ -130,7 +130,7 @@ func (f *Feed[T]) DropGroup(w tipkv.Writer, stream, group string) error {
 // lockCursor takes the writer's lock of the cursor key for the Tx, and
 // returns the Tx's view of it: latest is the cursor when latestKnown.
 func (f *Feed[T]) lockCursor(tx *link.Tx, key []byte) (*docState, error) {
-	t, err := f.w.txOf(f.db, tx)
+	t, err := f.w.txOf(tx)
 	if err != nil {
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func putN(t testing.TB, c *versioned.Collection[user], w tipkv.Writer, id string
 // filterStats reads the bloom filter counters of db's store.
 func filterStats(t testing.TB, db *tipkv.DB) (hits, misses int64) {
 	t.Helper()
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	fs, ok := s.(interface{ FilterStats() (int64, int64) })
 	require.True(t, ok, "the store exposes no filter stats")

@@ -32,7 +32,7 @@ func benchLatestKnown(b *testing.B, seek bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	if err != nil {
 		b.Fatal(err)
 	}

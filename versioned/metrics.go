@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
 )
 
 // collMeters are one collection's counters in this process, shared by
@@ -34,13 +35,12 @@ func (w *writer) collectionMeters(name string) *collMeters {
 	}
 	w.meters[name] = m
 	if w.reg != nil {
-		w.reg.Meters().Set(collMetersKey{name}, m.fill)
+		link.MetersOf[tipkv.Metrics](w.reg).Set(collMetersKey{name}, m.fill)
 	}
 	return m
 }
 
-func (m *collMeters) fill(mm any) {
-	x := mm.(*tipkv.Metrics)
+func (m *collMeters) fill(x *tipkv.Metrics) {
 	x.Collections = append(x.Collections, tipkv.CollectionMetrics{Name: m.name, Writes: m.writes.Load(), Removed: m.removed.Load()})
 }
 
@@ -55,8 +55,7 @@ type dbMeters struct {
 
 type dbMetersKey struct{}
 
-func (m *dbMeters) fill(mm any) {
-	x := mm.(*tipkv.Metrics)
+func (m *dbMeters) fill(x *tipkv.Metrics) {
 	x.Feeds = tipkv.FeedMetrics{Appends: m.appends.Load()}
 	x.Retention = tipkv.RetentionMetrics{
 		FeedPasses: m.feedPasses.Load(), FeedFailures: m.feedFailures.Load(), StreamsTrimmed: m.trimmed.Load(),

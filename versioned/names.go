@@ -42,12 +42,12 @@ func names(db *tipkv.DB, f codec.Family, what string) iter.Seq2[string, error] {
 // scanNames yields the name segment of every prefix of family f, then
 // seeks past that name's keys. Its error is for the caller to yield.
 func scanNames(db *tipkv.DB, f codec.Family, yield func(string) bool) (err error) {
-	s, err := link.Store(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		return err
 	}
 	lo := codec.AppendFamily(nil, f)
-	it, err := newIter(s, lo, codec.PrefixEnd(lo), 1)
+	it, err := newIter(ln.Store, lo, codec.PrefixEnd(lo), 1)
 	if err != nil {
 		return err
 	}

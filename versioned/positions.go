@@ -35,11 +35,11 @@ var streamEntries = 1 << 16
 type positionsKey struct{}
 
 func positionsOf(db *tipkv.DB) (*positions, error) {
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		return nil, err
 	}
-	return reg.Get(positionsKey{}, func() any {
+	return ln.Services.Get(positionsKey{}, func() any {
 		half := max(streamEntries/2, 1)
 		return &positions{cur: make(map[string]*stream, half), old: map[string]*stream{}, half: half}
 	}).(*positions), nil
@@ -455,7 +455,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 	}
 	var p int64
 	err = link.Write(w, func(tx *link.Tx) error {
-		if tx.Owner != f.db {
+		if tx.DB != f.w.ln {
 			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 		}
 		ft := feedTxOf(tx, f.w, f.shared)
@@ -471,7 +471,7 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 		if f.shared {
 			// Appends of this process to one stream commit one Tx at a
 			// time, so that they do not fail each other's head guard.
-			t, err := f.w.txOf(f.db, tx)
+			t, err := f.w.txOf(tx)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
-	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
@@ -155,9 +154,8 @@ func TestReadsGiveSizeHints(t *testing.T) {
 	ps, err := pebblestore.Open("hints", pebblestore.Config{InMemory: true, CacheSize: 8 << 20, FormatVersion: tipkv.FormatVersion})
 	require.NoError(t, err)
 	s := &sizerStore{Store: ps}
-	d, err := link.NewDB(s, "hints", nil)
+	db, err := tipkv.OpenEngine(s, "hints", nil)
 	require.NoError(t, err)
-	db := d.(*tipkv.DB)
 	defer db.Close()
 	users := newUsers(t, db)
 	putN(t, users, db, "a", 10)

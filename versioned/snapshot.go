@@ -41,11 +41,11 @@ func (c *Collection[T]) In(s *tipkv.Snapshot) CollectionView[T] {
 
 // readerIn returns the reader of snapshot s, which must belong to db.
 func readerIn(db *tipkv.DB, s *tipkv.Snapshot) (engine.Reader, error) {
-	r, owner, err := link.Reader(s)
+	owner, r, err := link.ReaderOf(s)
 	if err != nil {
 		return nil, err
 	}
-	if owner != db {
+	if ln, _ := link.Of(db); owner != ln {
 		return nil, fmt.Errorf("%w: the snapshot belongs to another DB", tipkv.ErrInvalid)
 	}
 	return r, nil

@@ -55,12 +55,11 @@ func (b *gatedBatch) Wait() error {
 func openGated(t *testing.T) (*tipkv.DB, *gatedStore) {
 	t.Helper()
 	base := testutil.OpenMem(t)
-	s, err := link.Store(base)
+	s, err := link.StoreOf(base)
 	require.NoError(t, err)
 	gs := &gatedStore{Store: s, waiting: make(chan struct{}, 16)}
-	d, err := link.NewDB(gs, "gated", nil)
+	db, err := tipkv.OpenEngine(gs, "gated", nil)
 	require.NoError(t, err)
-	db := d.(*tipkv.DB)
 	t.Cleanup(func() { _ = db.Close() })
 	return db, gs
 }

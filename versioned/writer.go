@@ -64,6 +64,7 @@ type writer struct {
 	unrecorded   atomic.Int64
 	drainWaiters atomic.Int64
 
+	ln     *link.DB // the DB's internals
 	reg    *link.Registry
 	meters map[string]*collMeters // guarded by mu: per collection name
 	// filters: the miss filters, per collection name (see filter.go).
@@ -74,21 +75,18 @@ type writer struct {
 type writerKey struct{}
 
 func writerOf(db *tipkv.DB) (*writer, error) {
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		return nil, err
 	}
-	s, err := link.Store(db)
-	if err != nil {
-		return nil, err
-	}
+	reg := &ln.Services
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: s.Caps().Shared, reg: reg}
+		return &writer{ln: ln, cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() {
 		reg.OnClose(w.close)
-		reg.Meters().Set(dbMetersKey{}, w.dbm.fill)
+		link.MetersOf[tipkv.Metrics](reg).Set(dbMetersKey{}, w.dbm.fill)
 	})
 	return w, nil
 }
@@ -267,8 +265,8 @@ var errDeadlock = errors.New("deadlock: another Update holds it and waits for a 
 
 // txOf returns the Tx's txWrites, creating it at the Tx's first call. It
 // refuses a Tx of another DB.
-func (w *writer) txOf(db *tipkv.DB, tx *link.Tx) (*txWrites, error) {
-	if tx.Owner != db {
+func (w *writer) txOf(tx *link.Tx) (*txWrites, error) {
+	if tx.DB != w.ln {
 		return nil, fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
 	}
 	return tx.State(txWritesKey{}, func() any {

@@ -166,4 +166,4 @@ func dirState(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-func linkStore(db *tipkv.DB) (engine.Store, error) { return link.Store(db) }
+func linkStore(db *tipkv.DB) (engine.Store, error) { return link.StoreOf(db) }

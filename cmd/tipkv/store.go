@@ -45,7 +45,7 @@ func openStore(dir string, write bool) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := link.Store(db)
+	kv, err := link.StoreOf(db)
 	if err != nil {
 		_ = db.Close()
 		return nil, err

@@ -31,7 +31,7 @@ func item() []byte {
 // raw keys into it.
 func store(t *testing.T) (engine.Store, func(kv ...[]byte)) {
 	db := testutil.OpenMem(t)
-	s, err := link.Store(db)
+	s, err := link.StoreOf(db)
 	require.NoError(t, err)
 	set := func(kv ...[]byte) {
 		b := s.NewBatch()

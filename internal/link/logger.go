@@ -2,17 +2,16 @@ package link
 
 import "log/slog"
 
-// Logger returns the logger of a *tipkv.DB (Options.Logger). It is never
-// nil: without a logger (or for anything but a *tipkv.DB) it returns one
-// that discards everything, cheaply (Enabled is false), so a package logs
-// without checking.
+// DB.Logger is the logger of a *tipkv.DB (Options.Logger). It is never
+// nil: without a logger it is Discard, which discards everything cheaply
+// (Enabled is false), so a package logs without checking.
 //
 // tipkv's packages log their own events through it, in the style of the
 // store's engine events: a constant message starting with "tipkv: ", then
 // the attribute "event" (a short kind), the names that locate it and the
 // error, for example
 //
-//	link.Logger(db).LogAttrs(ctx, slog.LevelWarn, "tipkv: message dead-lettered",
+//	db.Logger.LogAttrs(ctx, slog.LevelWarn, "tipkv: message dead-lettered",
 //		slog.String("event", "dead-letter"), slog.String("queue", name),
 //		slog.Int64("seq", seq), slog.Int("attempts", n))
 //
@@ -20,7 +19,6 @@ import "log/slog"
 // lease expired and the message is visible again), Warn for what needs a
 // look (a message dead-lettered), Error for lost or unreadable data (a
 // value that fails to decode, with its key).
-var Logger func(db any) *slog.Logger
-
+//
 // Discard is the logger that discards everything.
 var Discard = slog.New(slog.DiscardHandler)

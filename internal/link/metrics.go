@@ -4,45 +4,45 @@ import "sync"
 
 // Meters are the functions that add packages' figures to DB.Metrics: a
 // package registers one per queue, collection or feed it serves, and
-// every call of DB.Metrics runs them all. They are safe for concurrent
-// use.
+// every call of DB.Metrics runs them all. M is the type they fill, always
+// tipkv.Metrics (link cannot name it; MetersOf takes it as a type
+// argument, so every fill function is typed). They are safe for
+// concurrent use.
 //
-// A fill function gets the *tipkv.Metrics being built (as any: link cannot
-// name the root package) and appends its section, for example
+// A package registers its section like this:
 //
-//	reg, _ := link.Services(db)
-//	reg.Meters().Set(metersKey{name}, func(m any) {
-//		mm := m.(*tipkv.Metrics)
-//		mm.Queues = append(mm.Queues, tipkv.QueueMetrics{Name: name, Depth: c.depth.Load(), ...})
+//	ln, _ := link.Of(db)
+//	link.MetersOf[tipkv.Metrics](&ln.Services).Set(metersKey{name}, func(m *tipkv.Metrics) {
+//		m.Queues = append(m.Queues, tipkv.QueueMetrics{Name: name, Depth: c.depth.Load(), ...})
 //	})
 //
-// It runs on the goroutine that called Metrics, concurrently with the
-// package's own work: read atomics, or take a lock briefly; never read the
-// store (Metrics is polled every few seconds and must stay cheap). Counters
-// count from the moment the package registered, in this process. DB.Metrics
-// sorts each kind of section by name, so the order of registration does not
-// matter.
-type Meters struct {
+// A fill function runs on the goroutine that called Metrics, concurrently
+// with the package's own work: read atomics, or take a lock briefly; never
+// read the store (Metrics is polled every few seconds and must stay
+// cheap). Counters count from the moment the package registered, in this
+// process. DB.Metrics sorts each kind of section by name, so the order of
+// registration does not matter.
+type Meters[M any] struct {
 	mu    sync.Mutex
 	keys  []any
-	fills map[any]func(m any)
+	fills map[any]func(m *M)
 }
 
-type metersKey struct{}
+type metersKey[M any] struct{}
 
-// Meters returns the DB's meters.
-func (r *Registry) Meters() *Meters {
-	return r.Get(metersKey{}, func() any { return new(Meters) }).(*Meters)
+// MetersOf returns the meters of registry r that fill an M.
+func MetersOf[M any](r *Registry) *Meters[M] {
+	return r.Get(metersKey[M]{}, func() any { return new(Meters[M]) }).(*Meters[M])
 }
 
 // Set registers fill under key, replacing the function registered under
 // the same key, if any: a package that opens a second handle on the same
 // queue or collection registers once. key must be comparable.
-func (ms *Meters) Set(key any, fill func(m any)) {
+func (ms *Meters[M]) Set(key any, fill func(m *M)) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if ms.fills == nil {
-		ms.fills = map[any]func(any){}
+		ms.fills = map[any]func(*M){}
 	}
 	if _, ok := ms.fills[key]; !ok {
 		ms.keys = append(ms.keys, key)
@@ -51,7 +51,7 @@ func (ms *Meters) Set(key any, fill func(m any)) {
 }
 
 // Delete removes the function registered under key (a queue dropped, say).
-func (ms *Meters) Delete(key any) {
+func (ms *Meters[M]) Delete(key any) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if _, ok := ms.fills[key]; !ok {
@@ -68,9 +68,9 @@ func (ms *Meters) Delete(key any) {
 
 // Fill runs every registered function with m, in the order they were
 // first registered, without holding the lock (a fill function may Set).
-func (ms *Meters) Fill(m any) {
+func (ms *Meters[M]) Fill(m *M) {
 	ms.mu.Lock()
-	fills := make([]func(any), 0, len(ms.keys))
+	fills := make([]func(*M), 0, len(ms.keys))
 	for _, k := range ms.keys {
 		fills = append(fills, ms.fills[k])
 	}

@@ -8,22 +8,22 @@ import (
 )
 
 // Tx is one write in progress: the batch it fills and the hooks that tipkv's
-// packages hang on its outcome. The root package creates a Tx for every
-// DB.Update and every write made directly on a DB, and runs the hooks; it is
-// not safe for concurrent use.
+// packages hang on its outcome. DB.Update (through link's DB.Update) and
+// Write create a Tx for every Update and every write made directly on a
+// DB, and run the hooks; it is not safe for concurrent use.
 //
-// The root package recycles a Tx (NewTx, Release) once its Update returns,
-// with its hook lists and its state list emptied but their room kept, so
-// that a commit allocates nothing for them. A package must therefore not
+// They recycle a Tx (NewTx, Release) once its Update returns, with its
+// hook lists and its state list emptied but their room kept, so that a
+// commit allocates nothing for them. A package must therefore not
 // use a Tx, nor keep a pointer to it, after its OnCommit or OnAbort hooks
 // ran (or after its OnApplied hooks, for a package that registers only
 // those): drop it there, as the state kept under State goes with the Tx.
 type Tx struct {
 	// Batch receives the writes.
 	Batch engine.Batch
-	// Owner identifies the store the Tx writes to, so a package can refuse
-	// a Tx of another store.
-	Owner any
+	// DB is the DB the Tx writes to, so a package can refuse a Tx of
+	// another DB.
+	DB *DB
 
 	prepare   []func() error
 	applied   []func()
@@ -50,11 +50,11 @@ const maxKept = 64
 
 var txPool = sync.Pool{New: func() any { return new(Tx) }}
 
-// NewTx returns an empty Tx on b, owned by owner: a recycled one if there
+// NewTx returns an empty Tx on b, writing to db: a recycled one if there
 // is one.
-func NewTx(b engine.Batch, owner any) *Tx {
+func NewTx(b engine.Batch, db *DB) *Tx {
 	t := txPool.Get().(*Tx)
-	t.Batch, t.Owner = b, owner
+	t.Batch, t.DB = b, db
 	return t
 }
 
@@ -67,7 +67,7 @@ func (t *Tx) Release() {
 	if !t.ended {
 		return
 	}
-	t.Batch, t.Owner, t.ended = nil, nil, false
+	t.Batch, t.DB, t.ended = nil, nil, false
 	t.running.Store(false)
 	t.prepare = reuse(t.prepare)
 	t.applied = reuse(t.applied)

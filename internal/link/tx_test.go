@@ -41,8 +41,9 @@ func TestStateAndRecycling(t *testing.T) {
 	type key struct{ i int }
 	ran := 0
 	for n := range 3 {
-		tx := link.NewTx(s.NewBatch(), "owner")
-		require.Equal(t, "owner", tx.Owner)
+		owner := &link.DB{}
+		tx := link.NewTx(s.NewBatch(), owner)
+		require.Same(t, owner, tx.DB)
 		inits := 0
 		for round := range 2 {
 			for i := range 20 {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/sharedstore"
 )
@@ -43,9 +42,8 @@ func OpenShared(t testing.TB, n int, so sharedstore.Options, opts *tipkv.Options
 	hub := sharedstore.New(ps, so)
 	dbs := make([]*tipkv.DB, n)
 	for i := range dbs {
-		d, err := link.NewDB(hub.Handle(), fmt.Sprintf("shared-%d", i), opts)
+		db, err := tipkv.OpenEngine(hub.Handle(), fmt.Sprintf("shared-%d", i), opts)
 		require.NoError(t, err)
-		db := d.(*tipkv.DB)
 		t.Cleanup(func() { _ = db.Close() })
 		dbs[i] = db
 	}

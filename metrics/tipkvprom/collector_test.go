@@ -27,10 +27,10 @@ func write(t *testing.T, db *tipkv.DB, n int) {
 
 // queues makes the DB report two queues, as the queue package does.
 func queues(t *testing.T, db *tipkv.DB) {
-	reg, err := link.Services(db)
+	ln, err := link.Of(db)
 	require.NoError(t, err)
-	reg.Meters().Set("test", func(m any) {
-		mm := m.(*tipkv.Metrics)
+	reg := &ln.Services
+	link.MetersOf[tipkv.Metrics](reg).Set("test", func(mm *tipkv.Metrics) {
 		mm.Queues = append(mm.Queues,
 			tipkv.QueueMetrics{Name: "jobs", Depth: 7, Leased: 2, Acks: 40},
 			tipkv.QueueMetrics{Name: "emails", Depth: 1, DeadLetters: 3})
