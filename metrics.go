@@ -7,6 +7,7 @@ import (
 
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/pebblestore"
 )
 
 // Metrics are a DB's figures at one moment, for dashboards and alerts: the
@@ -229,12 +230,12 @@ type StreamMetrics struct {
 // seconds. On Pebble, after Close it returns ErrClosed.
 func (db *DB) Metrics() (Metrics, error) {
 	m := Metrics{Engine: engine.EngineName(db.core.Store)}
-	if mt, ok := db.core.Store.(engine.Meter); ok {
-		em, err := mt.EngineMetrics()
+	if ps, ok := db.core.Store.(*pebblestore.Store); ok {
+		f, err := pebblestore.FiguresOf[LevelMetrics](ps)
 		if err != nil {
 			return Metrics{}, err
 		}
-		m.Storage = storageMetrics(em)
+		m.Storage = StorageMetrics(f) // compiles only while the field lists agree
 	}
 	link.MetersOf[Metrics](&db.core.Services).Fill(&m)
 	slices.SortFunc(m.Queues, func(a, b QueueMetrics) int { return cmp.Compare(a.Name, b.Name) })
@@ -255,46 +256,4 @@ func (db *DB) EngineReport() string {
 	}
 	m, _ := a.Metrics()
 	return m
-}
-
-func storageMetrics(e engine.EngineMetrics) StorageMetrics {
-	s := StorageMetrics{
-		DiskUsage:          e.DiskUsage,
-		CacheBytes:         e.CacheBytes,
-		CacheBlocks:        e.CacheBlocks,
-		CacheHits:          e.CacheHits,
-		CacheMisses:        e.CacheMisses,
-		FilterHits:         e.FilterHits,
-		FilterMisses:       e.FilterMisses,
-		MemTables:          e.MemTables,
-		MemTableBytes:      e.MemTableBytes,
-		WALFiles:           e.WALFiles,
-		WALBytes:           e.WALBytes,
-		WALPhysicalSize:    e.WALPhysicalSize,
-		WALBytesWritten:    e.WALBytesWritten,
-		ReadAmp:            e.ReadAmp,
-		Tombstones:         e.Tombstones,
-		CompactionDebt:     e.CompactionDebt,
-		CompactionsRunning: e.CompactionsRunning,
-		FlushesRunning:     e.FlushesRunning,
-		Flushes:            e.Flushes,
-		Compactions:        e.Compactions,
-		CompactionsFailed:  e.CompactionsFailed,
-		CompactionTime:     e.CompactionTime,
-		WriteStalls:        e.WriteStalls,
-		WriteStallTime:     e.WriteStallTime,
-		DiskSlow:           e.DiskSlow,
-		BackgroundErrors:   e.BackgroundErrors,
-		Errors:             e.Errors,
-		Corruptions:        e.Corruptions,
-		ObsoleteTableBytes: e.ObsoleteTableBytes,
-		OpenSnapshots:      e.OpenSnapshots,
-		TableIterators:     e.TableIterators,
-		Uptime:             e.Uptime,
-	}
-	s.Levels = make([]LevelMetrics, len(e.Levels))
-	for i, l := range e.Levels {
-		s.Levels[i] = LevelMetrics(l)
-	}
-	return s
 }

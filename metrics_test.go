@@ -5,14 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
@@ -62,42 +60,6 @@ func TestMetricsFromPebble(t *testing.T) {
 func TestCacheHitRateOfNoReads(t *testing.T) {
 	require.Zero(t, tipkv.StorageMetrics{}.CacheHitRate())
 	require.Equal(t, 0.75, tipkv.StorageMetrics{CacheHits: 3, CacheMisses: 1}.CacheHitRate())
-}
-
-// StorageMetrics copies every figure of the engine's: a field added to
-// one and not the other fails here.
-func TestStorageMetricsMirrorsTheEngine(t *testing.T) {
-	names := func(typ reflect.Type) []string {
-		var out []string
-		for i := range typ.NumField() {
-			out = append(out, typ.Field(i).Name)
-		}
-		return out
-	}
-	require.Equal(t, names(reflect.TypeFor[engine.EngineMetrics]()), names(reflect.TypeFor[tipkv.StorageMetrics]()))
-	require.Equal(t, names(reflect.TypeFor[engine.LevelMetrics]()), names(reflect.TypeFor[tipkv.LevelMetrics]()))
-
-	// Every field is copied: fill the engine's with distinct values.
-	var em engine.EngineMetrics
-	v := reflect.ValueOf(&em).Elem()
-	for i := range v.NumField() {
-		f := v.Field(i)
-		switch f.Kind() {
-		case reflect.Int, reflect.Int64:
-			f.SetInt(int64(i + 1))
-		case reflect.Uint64:
-			f.SetUint(uint64(i + 1))
-		case reflect.Slice:
-			f.Set(reflect.ValueOf([]engine.LevelMetrics{{Level: 1, Sublevels: 2, Tables: 3, Bytes: 4, Score: 5}}))
-		default:
-			t.Fatalf("field %s: kind %s not covered", v.Type().Field(i).Name, f.Kind())
-		}
-	}
-	s := tipkv.StorageMetricsOf(em)
-	sv := reflect.ValueOf(s)
-	for i := range v.NumField() {
-		require.Equal(t, fmt.Sprint(v.Field(i).Interface()), fmt.Sprint(sv.Field(i).Interface()), v.Type().Field(i).Name)
-	}
 }
 
 // Packages add their sections through the registry; Metrics sorts them.

@@ -42,10 +42,10 @@ func TestCheckpointMarkerWrittenLast(t *testing.T) {
 func TestEngineMetricsClosed(t *testing.T) {
 	s, err := pebblestore.Open("db", pebblestore.Config{FS: vfs.NewMem(), CacheSize: 8 << 20})
 	require.NoError(t, err)
-	m, err := s.EngineMetrics()
+	m, err := pebblestore.FiguresOf[level](s)
 	require.NoError(t, err)
 	require.Len(t, m.Levels, 7)
 	require.NoError(t, s.Close())
-	_, err = s.EngineMetrics()
+	_, err = pebblestore.FiguresOf[level](s)
 	require.ErrorIs(t, err, engine.ErrClosed)
 }

@@ -114,7 +114,7 @@ func TestDiskSlow(t *testing.T) {
 	fs.on.Store(false)
 	close(fs.block)
 	require.NoError(t, <-done)
-	m, err := s.EngineMetrics()
+	m, err := pebblestore.FiguresOf[level](s)
 	require.NoError(t, err)
 	require.Positive(t, m.DiskSlow)
 }

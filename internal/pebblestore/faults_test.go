@@ -352,7 +352,7 @@ func fullDiskChild(role, dir string) int {
 	for range 20 {
 		_ = write()
 	}
-	if m, err := s.EngineMetrics(); err == nil {
+	if m, err := pebblestore.FiguresOf[level](s); err == nil {
 		emit(report{Event: "write-stalls", Key: int(m.WriteStalls)})
 		emit(report{Event: "background-errors", Key: int(m.BackgroundErrors)})
 	}

@@ -1,25 +1,84 @@
 package pebblestore
 
 import (
+	"time"
+
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/tipkv/tipkv/engine"
 )
 
-var _ engine.Meter = (*Store)(nil)
-
-// EngineMetrics implements engine.Meter from Pebble's metrics and the
-// events the store counted. It reads no file: a few microseconds under
-// Pebble's mutex.
-func (s *Store) EngineMetrics() (engine.EngineMetrics, error) {
-	m, err := s.PebbleMetrics()
-	if err != nil {
-		return engine.EngineMetrics{}, err
+// Level is the shape of one LSM level's figures: tipkv.LevelMetrics.
+type Level interface {
+	~struct {
+		Level     int
+		Sublevels int
+		Tables    int64
+		Bytes     int64
+		Score     float64
 	}
-	return s.engineMetrics(m), nil
 }
 
-func (s *Store) engineMetrics(m *pebble.Metrics) engine.EngineMetrics {
-	out := engine.EngineMetrics{
+// Figures are the store's figures in the shape of tipkv.StorageMetrics,
+// whose docs say what each field means (L is tipkv.LevelMetrics). The
+// root package turns them into a StorageMetrics with one type conversion,
+// which compiles only while the two field lists agree: they cannot drift
+// apart, and nothing copies them field by field. They are Pebble's, not
+// the engine contract's: other engines report through their own
+// exporters.
+type Figures[L Level] struct {
+	DiskUsage uint64
+
+	CacheBytes   int64
+	CacheBlocks  int64
+	CacheHits    int64
+	CacheMisses  int64
+	FilterHits   int64
+	FilterMisses int64
+
+	MemTables       int64
+	MemTableBytes   uint64
+	WALFiles        int64
+	WALBytes        uint64
+	WALPhysicalSize uint64
+	WALBytesWritten uint64
+
+	Levels             []L
+	ReadAmp            int
+	Tombstones         uint64
+	CompactionDebt     uint64
+	CompactionsRunning int64
+	FlushesRunning     int64
+
+	Flushes           int64
+	Compactions       int64
+	CompactionsFailed int64
+	CompactionTime    time.Duration
+	WriteStalls       int64
+	WriteStallTime    time.Duration
+	DiskSlow          int64
+
+	BackgroundErrors   int64
+	Errors             int64
+	Corruptions        int64
+	ObsoleteTableBytes uint64
+
+	OpenSnapshots  int64
+	TableIterators int64
+	Uptime         time.Duration
+}
+
+// FiguresOf returns the figures of s now, from Pebble's metrics and the
+// events the store counted. It reads no file: a few microseconds under
+// Pebble's mutex.
+func FiguresOf[L Level](s *Store) (Figures[L], error) {
+	m, err := s.PebbleMetrics()
+	if err != nil {
+		return Figures[L]{}, err
+	}
+	return figures[L](s, m), nil
+}
+
+func figures[L Level](s *Store, m *pebble.Metrics) Figures[L] {
+	out := Figures[L]{
 		DiskUsage:          m.DiskSpaceUsage(),
 		CacheBytes:         m.BlockCache.Size,
 		CacheBlocks:        m.BlockCache.Count,
@@ -33,7 +92,7 @@ func (s *Store) engineMetrics(m *pebble.Metrics) engine.EngineMetrics {
 		WALBytes:           m.WAL.Size,
 		WALPhysicalSize:    m.WAL.PhysicalSize,
 		WALBytesWritten:    m.WAL.BytesWritten,
-		Levels:             make([]engine.LevelMetrics, len(m.Levels)),
+		Levels:             make([]L, len(m.Levels)),
 		ReadAmp:            m.ReadAmp(),
 		Tombstones:         m.Keys.TombstoneCount,
 		CompactionDebt:     m.Compact.EstimatedDebt,
@@ -55,7 +114,7 @@ func (s *Store) engineMetrics(m *pebble.Metrics) engine.EngineMetrics {
 		Uptime:             m.Uptime,
 	}
 	for i, l := range m.Levels {
-		out.Levels[i] = engine.LevelMetrics{
+		out.Levels[i] = L{
 			Level:     i,
 			Sublevels: int(l.Sublevels),
 			Tables:    l.TablesCount,

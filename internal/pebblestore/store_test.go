@@ -84,3 +84,12 @@ func TestNextPrefixAndSeekPrefix(t *testing.T) {
 		require.Equal(t, want[id], n, "versions of %q", id)
 	}
 }
+
+// level is the shape FiguresOf fills (tipkv.LevelMetrics in the root).
+type level struct {
+	Level     int
+	Sublevels int
+	Tables    int64
+	Bytes     int64
+	Score     float64
+}

@@ -1,4 +1,0 @@
-package tipkv
-
-// StorageMetricsOf is storageMetrics, for tests.
-var StorageMetricsOf = storageMetrics
