@@ -1,6 +1,8 @@
 package tipkv_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -64,4 +66,72 @@ func TestEnginesStayBehindTheContract(t *testing.T) {
 			require.False(t, strings.HasPrefix(dep, e), "engine depends on %s", dep)
 		}
 	}
+}
+
+// No module imports another module's internal packages: the side modules
+// (etcdkv, sqlkv, metrics, bench, ...) build on the core's exported
+// packages only, as an engine or exporter outside this repository must.
+// Go's own rule does not catch it: it lets any package under
+// github.com/tipkv/tipkv import github.com/tipkv/tipkv/internal/..., in
+// whichever module. It reads every module of the workspace (go.work) with
+// `go list`, tests included; without a go.work, the core module alone.
+func TestModulesImportNoOtherModulesInternals(t *testing.T) {
+	dirs := []string{"."}
+	if out, err := exec.Command("go", "work", "edit", "-json").Output(); err == nil {
+		var w struct{ Use []struct{ DiskPath string } }
+		require.NoError(t, json.Unmarshal(out, &w))
+		dirs = dirs[:0]
+		for _, u := range w.Use {
+			dirs = append(dirs, u.DiskPath)
+		}
+	}
+	// The module of every directory, to tell which module owns an import.
+	modules := map[string]string{} // module path -> directory
+	for _, d := range dirs {
+		cmd := exec.Command("go", "mod", "edit", "-json")
+		cmd.Dir = d
+		out, err := cmd.Output()
+		require.NoError(t, err, "go mod edit -json in %s", d)
+		var mod struct{ Module struct{ Path string } }
+		require.NoError(t, json.Unmarshal(out, &mod))
+		modules[mod.Module.Path] = d
+	}
+	owner := func(pkg string) string {
+		best := ""
+		for m := range modules {
+			if (pkg == m || strings.HasPrefix(pkg, m+"/")) && len(m) > len(best) {
+				best = m
+			}
+		}
+		return best
+	}
+	checked := 0
+	for m, d := range modules {
+		out, err := goList(d, "-f", `{{.ImportPath}}:{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "./...")
+		require.NoError(t, err, "go list in %s", d)
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			pkg, imports, _ := strings.Cut(line, ":")
+			for _, imp := range strings.Fields(imports) {
+				if o := owner(imp); o != "" && o != m && isInternal(imp) {
+					t.Errorf("%s (module %s) imports %s, an internal package of module %s", pkg, m, imp, o)
+				}
+			}
+			checked++
+		}
+	}
+	require.Greater(t, checked, 5, "go list found the modules' packages")
+}
+
+func isInternal(pkg string) bool {
+	return strings.HasSuffix(pkg, "/internal") || strings.Contains(pkg, "/internal/")
+}
+
+func goList(dir string, args ...string) (string, error) {
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return "", fmt.Errorf("%w: %s", err, ee.Stderr)
+	}
+	return string(out), err
 }

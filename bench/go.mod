@@ -2,13 +2,11 @@ module github.com/tipkv/tipkv/bench
 
 go 1.24.0
 
-replace github.com/tipkv/tipkv => ../
-
 require (
 	github.com/beeker1121/goque v2.1.0+incompatible
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/dgraph-io/badger/v4 v4.9.6
-	github.com/tipkv/tipkv v0.0.0-00010101000000-000000000000
+	github.com/tipkv/tipkv v0.2.0
 	gonum.org/v1/plot v0.17.0
 )
 

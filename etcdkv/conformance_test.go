@@ -10,19 +10,26 @@ import (
 	"github.com/tipkv/tipkv/etcdkv"
 )
 
-// The storage contract's conformance suite, on the test cluster: each test
-// a namespace of its own, a second client on the same namespace standing in
-// for another process.
+// harness runs the suites on the test cluster: each store on a namespace
+// of its own; Second and Reopen open the namespace again with a client of
+// their own, as another process (or this one restarted) would.
+func harness() enginetest.Harness {
+	another := func(t testing.TB, s engine.Store) engine.Store {
+		return etcdkv.OpenForTest(t, etcdkv.Config{Namespace: s.(*etcdkv.Store).Namespace()})
+	}
+	return enginetest.Harness{
+		Name:   "etcd",
+		Open:   func(t testing.TB) engine.Store { return etcdkv.OpenForTest(t, etcdkv.Config{}) },
+		Second: another,
+		Reopen: another,
+	}
+}
+
+// The storage contract's conformance suite, on the test cluster.
 func TestConformance(t *testing.T) {
-	enginetest.Run(t, enginetest.Harness{
-		Open: func(t testing.TB) engine.Store {
-			return etcdkv.OpenForTest(t, etcdkv.Config{})
-		},
-		Second: func(t testing.TB, s engine.Store) engine.Store {
-			return etcdkv.OpenForTest(t, etcdkv.Config{Namespace: s.(*etcdkv.Store).Namespace()})
-		},
-		Scale: 4, // the full sizes take 2.3 s here, most of it in the CAS contention test
-	})
+	h := harness()
+	h.Scale = 4 // the full sizes take 2.3 s here, most of it in the CAS contention test
+	enginetest.Run(t, h)
 }
 
 // Open gives a tipkv DB whose store is shared, on the cluster; a second

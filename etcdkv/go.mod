@@ -2,11 +2,9 @@ module github.com/tipkv/tipkv/etcdkv
 
 go 1.26.0
 
-replace github.com/tipkv/tipkv => ../
-
 require (
 	github.com/stretchr/testify v1.12.1
-	github.com/tipkv/tipkv v0.0.0-00010101000000-000000000000
+	github.com/tipkv/tipkv v0.2.0
 	go.etcd.io/etcd/api/v3 v3.6.16
 	go.etcd.io/etcd/client/v3 v3.6.16
 	go.etcd.io/etcd/server/v3 v3.6.16
@@ -85,6 +83,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.9.0 // indirect
+	google.golang.org/genproto v0.0.0-20261026165753-2ffab32bce7e
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/protobuf v1.36.11 // indirect

@@ -2,13 +2,11 @@ module github.com/tipkv/tipkv/metrics
 
 go 1.24.0
 
-replace github.com/tipkv/tipkv => ../
-
 require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/prometheus/client_model v0.6.2
 	github.com/stretchr/testify v1.12.1
-	github.com/tipkv/tipkv v0.0.0-00010101000000-000000000000
+	github.com/tipkv/tipkv v0.2.0
 	go.opentelemetry.io/otel v1.40.0
 	go.opentelemetry.io/otel/metric v1.40.0
 	go.opentelemetry.io/otel/sdk/metric v1.40.0

@@ -369,7 +369,9 @@ func BenchmarkTipkvWait(b *testing.B) {
 	prod, err := sqlkv.Open(context.Background(), cfg, &tipkv.Options{NoSync: true})
 	require.NoError(b, err)
 	defer prod.Close()
-	cons, err := sqlkv.Open(context.Background(), cfg, &tipkv.Options{NoSync: true})
+	consStore, err := sqlkv.NewStore(context.Background(), cfg)
+	require.NoError(b, err)
+	cons, err := tipkv.OpenEngine(consStore, consStore.Name(), &tipkv.Options{NoSync: true})
 	require.NoError(b, err)
 	defer cons.Close()
 	pq, err := queue.Open[benchDoc](prod, "wake", nil)
@@ -388,7 +390,7 @@ func BenchmarkTipkvWait(b *testing.B) {
 
 	got := make(chan time.Time)
 	pairedTimes(b, func(int) time.Duration {
-		for sqlkv.NotifyWatches(cons) != 0 { // the last wait's watch is gone
+		for sqlkv.NotifyWatches(consStore) != 0 { // the last wait's watch is gone
 			time.Sleep(50 * time.Microsecond) // waiting for the event, not for a time
 		}
 		go func() {
@@ -401,7 +403,7 @@ func BenchmarkTipkvWait(b *testing.B) {
 				panic(err)
 			}
 		}()
-		for sqlkv.NotifyWatches(cons) == 0 { // the consumer watches
+		for sqlkv.NotifyWatches(consStore) == 0 { // the consumer watches
 			time.Sleep(50 * time.Microsecond)
 		}
 		start := time.Now()

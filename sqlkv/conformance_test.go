@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/engine/enginetest"
 	"github.com/tipkv/tipkv/sqlkv"
 )
@@ -25,14 +24,7 @@ func TestConformance(t *testing.T) {
 	}
 	for _, m := range matrix {
 		t.Run(m.name, func(t *testing.T) {
-			enginetest.Run(t, enginetest.Harness{
-				Open: func(t testing.TB) engine.Store {
-					return openStore(t, m.cfg)
-				},
-				Second: func(t testing.TB, s engine.Store) engine.Store {
-					return second(t, s)
-				},
-			})
+			enginetest.Run(t, harness(m.cfg, 1))
 		})
 	}
 }

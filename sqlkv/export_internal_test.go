@@ -2,9 +2,6 @@ package sqlkv
 
 import (
 	"time"
-
-	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/link"
 )
 
 // SetParkFor sets how long the stores opened next keep a finished read
@@ -15,14 +12,10 @@ func SetParkFor(d time.Duration) (restore func()) {
 	return func() { parkFor = old }
 }
 
-// NotifyWatches is the number of watches of db's store that wait for
+// NotifyWatches is the number of watches of s that wait for
 // notifications.
-func NotifyWatches(db *tipkv.DB) int {
-	st, err := link.StoreOf(db)
-	if err != nil {
-		panic(err)
-	}
-	h := st.(*Store).hub
+func NotifyWatches(s *Store) int {
+	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.watchers)

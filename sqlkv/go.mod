@@ -2,12 +2,10 @@ module github.com/tipkv/tipkv/sqlkv
 
 go 1.25.0
 
-replace github.com/tipkv/tipkv => ../
-
 require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
-	github.com/tipkv/tipkv v0.0.0-00010101000000-000000000000
+	github.com/tipkv/tipkv v0.2.0
 )
 
 require (

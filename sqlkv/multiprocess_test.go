@@ -18,7 +18,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/queue"
 	"github.com/tipkv/tipkv/sqlkv"
 	"github.com/tipkv/tipkv/tipkvtest"
@@ -55,7 +54,9 @@ func TestMultiProcess(t *testing.T) {
 	}
 	table := newTable()
 	cfg := sqlkv.Config{DSN: dsn, Table: table}
-	db, err := sqlkv.Open(context.Background(), cfg, nil)
+	sqlStore, err := sqlkv.NewStore(context.Background(), cfg)
+	require.NoError(t, err)
+	db, err := tipkv.OpenEngine(sqlStore, sqlStore.Name(), nil)
 	require.NoError(t, err)
 	defer db.Close()
 
@@ -91,7 +92,6 @@ func TestMultiProcess(t *testing.T) {
 	// Trouble.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	ctx := context.Background()
-	sqlStore := storeOf(t, db)
 	terminated, sigkills := 0, 0
 	for round := range 12 {
 		switch round % 3 {
@@ -480,14 +480,6 @@ func mpConsume(ctx context.Context, role string, db *tipkv.DB, q *queue.Queue[mp
 			say("consumed %d", len(ms))
 		}
 	}
-}
-
-// storeOf returns the sqlkv store under db.
-func storeOf(t testing.TB, db *tipkv.DB) *sqlkv.Store {
-	t.Helper()
-	s, err := link.StoreOf(db)
-	require.NoError(t, err)
-	return s.(*sqlkv.Store)
 }
 
 // popAll pops every message of the queue name.

@@ -1,13 +1,11 @@
 package sqlkv_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/engine/enginetest"
 	"github.com/tipkv/tipkv/sqlkv"
 	"github.com/tipkv/tipkv/tipkvtest"
 )
@@ -46,47 +44,21 @@ func TestConformanceTipkv(t *testing.T) {
 				}
 				scale = m.short
 			}
-			tipkvtest.Run(t, tipkvBackend(m.cfg, scale))
+			tipkvtest.Run(t, harness(m.cfg, scale))
 		})
 	}
 }
 
-// tipkvBackend is the conformance Backend on tables made with cfg.
-func tipkvBackend(cfg sqlkv.Config, scale int) tipkvtest.Backend {
-	var mu sync.Mutex
-	tables := map[*tipkv.DB]sqlkv.Config{}
-	open := func(t testing.TB, c sqlkv.Config, opts *tipkv.Options) *tipkv.DB {
-		t.Helper()
-		db, err := sqlkv.Open(context.Background(), c, opts)
-		require.NoError(t, err)
-		mu.Lock()
-		tables[db] = c
-		mu.Unlock()
-		t.Cleanup(func() { _ = db.Close() })
-		return db
-	}
-	configOf := func(t testing.TB, db *tipkv.DB) sqlkv.Config {
-		mu.Lock()
-		defer mu.Unlock()
-		c, ok := tables[db]
-		require.True(t, ok, "a DB the backend did not open")
-		return c
-	}
-	return tipkvtest.Backend{
-		Name: "sqlkv",
-		Open: func(t testing.TB, opts *tipkv.Options) *tipkv.DB {
-			c := cfg
-			c.DSN, c.Table = dsn, newTable()
-			return open(t, c, opts)
-		},
-		Reopen: func(t testing.TB, db *tipkv.DB, opts *tipkv.Options) *tipkv.DB {
-			c := configOf(t, db)
-			_ = db.Close()
-			return open(t, c, opts)
-		},
-		Second: func(t testing.TB, db *tipkv.DB, opts *tipkv.Options) *tipkv.DB {
-			return open(t, configOf(t, db), opts)
-		},
-		Scale: scale,
+// harness runs the suites on tables made with cfg: each store on a new
+// table; Second and Reopen open the table again with another pool and
+// memory of their own, as another process (or this one restarted) would.
+func harness(cfg sqlkv.Config, scale int) enginetest.Harness {
+	another := func(t testing.TB, s engine.Store) engine.Store { return second(t, s) }
+	return enginetest.Harness{
+		Name:   "sqlkv",
+		Open:   func(t testing.TB) engine.Store { return openStore(t, cfg) },
+		Second: another,
+		Reopen: another,
+		Scale:  scale,
 	}
 }

@@ -23,8 +23,8 @@ import (
 // engines' tests. Each ends with its stores checked healthy (checked).
 // What is about Pebble itself (seek counts, bloom filters, how drops are
 // written) stays in versioned's own tests.
-func documentCases() []Case {
-	return append([]Case{
+func documentCases() []testCase {
+	return append([]testCase{
 		{"PutWritesNextVersion", checked(testPutWritesNextVersion)},
 		{"PutIf", checked(testPutIf)},
 		{"AsOf", checked(testAsOf)},
@@ -74,7 +74,7 @@ func people(t testing.TB, db *tipkv.DB) *versioned.Collection[person] {
 	return c
 }
 
-func openPeople(t testing.TB, b Backend) (*tipkv.DB, *versioned.Collection[person]) {
+func openPeople(t testing.TB, b backend) (*tipkv.DB, *versioned.Collection[person]) {
 	t.Helper()
 	db := b.Open(t, nil)
 	return db, people(t, db)
@@ -171,7 +171,7 @@ func requireDense[T any](t testing.TB, c *versioned.Collection[T], id string) []
 	return hist
 }
 
-func testPutWritesNextVersion(t *testing.T, b Backend) {
+func testPutWritesNextVersion(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	for want := int64(1); want <= 3; want++ {
 		v, err := users.Put(db, "ada", person{Name: "Ada", Age: int(want)})
@@ -197,7 +197,7 @@ func testPutWritesNextVersion(t *testing.T, b Backend) {
 	require.ErrorContains(t, err, `"bob"`)
 }
 
-func testPutIf(t *testing.T, b Backend) {
+func testPutIf(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	v, err := users.PutIf(db, "a", person{Age: 1}, 0)
 	require.NoError(t, err)
@@ -230,7 +230,7 @@ func testPutIf(t *testing.T, b Backend) {
 	require.Empty(t, drain(t, users.History("new", tipkv.Query{})))
 }
 
-func testAsOf(t *testing.T, b Backend) {
+func testAsOf(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 5)
 	for _, tc := range []struct {
@@ -268,7 +268,7 @@ func testAsOf(t *testing.T, b Backend) {
 
 // Ids are bytes: 0x00, 0xFF and invalid UTF-8 are ids like any other, and
 // an id that is a prefix of another never mixes with it.
-func testIDsAreBytes(t *testing.T, b Backend) {
+func testIDsAreBytes(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	ids := []string{"\x00", "\x00\x00", "\x00\x01", "\xff", "\xff\xff", "a\x00b", "\xc3\x28", "doc-1", "doc-10", "doc-1\x00", strings.Repeat("x", versioned.MaxIDSize)}
 	for i, id := range ids {
@@ -290,7 +290,7 @@ func versionKey(coll, id string, v int64) []byte {
 	return codec.AppendDesc(codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), coll), id), v)
 }
 
-func testValueThatDoesNotDecodeIsCorrupt(t *testing.T, b Backend) {
+func testValueThatDoesNotDecodeIsCorrupt(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 2)
 	rawSet(t, db, versionKey("users", "a", 3), []byte{0xc1, 0x01}) // 0xc1 is never valid msgpack (alone, it is a delete marker)
@@ -323,7 +323,7 @@ func testValueThatDoesNotDecodeIsCorrupt(t *testing.T, b Backend) {
 	require.Equal(t, int64(2), d.Version)
 }
 
-func testUpdateWritesManyDocumentsAtomically(t *testing.T, b Backend) {
+func testUpdateWritesManyDocumentsAtomically(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	boom := errors.New("boom")
 	err := db.Update(func(bt *tipkv.Batch) error {
@@ -378,7 +378,7 @@ func testUpdateWritesManyDocumentsAtomically(t *testing.T, b Backend) {
 	requireDense(t, users, "a")
 }
 
-func testUpdatePanicGivesVersionsBack(t *testing.T, b Backend) {
+func testUpdatePanicGivesVersionsBack(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	require.Panics(t, func() {
 		_ = db.Update(func(bt *tipkv.Batch) error {
@@ -394,7 +394,7 @@ func testUpdatePanicGivesVersionsBack(t *testing.T, b Backend) {
 // Delete writes a marker as the next version: the history stays, reads
 // answer ErrNotFound where they would return the marker, and the next Put
 // continues after it, so a version number never comes back.
-func testDeleteWritesAMarker(t *testing.T, b Backend) {
+func testDeleteWritesAMarker(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	require.NoError(t, users.Delete(db, "a"), "deleting a missing document is no error")
 	require.Empty(t, drain(t, users.History("a", tipkv.Query{})), "and writes nothing")
@@ -478,7 +478,7 @@ func testDeleteWritesAMarker(t *testing.T, b Backend) {
 
 // Prune counts markers as versions and never drops the latest one;
 // Purge drops everything, and only then do versions start again at 1.
-func testPruneAndPurgeAfterDelete(t *testing.T, b Backend) {
+func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 5)
 	require.NoError(t, users.Delete(db, "a"))
@@ -531,7 +531,7 @@ func testPruneAndPurgeAfterDelete(t *testing.T, b Backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 }
 
-func testPrune(t *testing.T, b Backend) {
+func testPrune(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 10)
 	putN(t, users, db, "b", 3)
@@ -583,7 +583,7 @@ func testPrune(t *testing.T, b Backend) {
 	require.Empty(t, drain(t, users.History("long", tipkv.Query{})))
 }
 
-func testPruneBefore(t *testing.T, b Backend) {
+func testPruneBefore(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 10)
 
@@ -617,7 +617,7 @@ func testPruneBefore(t *testing.T, b Backend) {
 }
 
 // Prunes and Puts inside one Update count each other.
-func testPruneInsideUpdate(t *testing.T, b Backend) {
+func testPruneInsideUpdate(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 4)
 	require.NoError(t, db.Update(func(bt *tipkv.Batch) error {
@@ -643,7 +643,7 @@ func testPruneInsideUpdate(t *testing.T, b Backend) {
 	require.Equal(t, run(5, 4), versionsOf(drain(t, users.History("new", tipkv.Query{}))))
 }
 
-func testVersionsContinueAfterReopen(t *testing.T, b Backend) {
+func testVersionsContinueAfterReopen(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}
@@ -681,7 +681,7 @@ func pages(t *testing.T, users *versioned.Collection[person], id string, q tipkv
 	return nil
 }
 
-func testHistoryPages(t *testing.T, b Backend) {
+func testHistoryPages(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 25)
 	putN(t, users, db, "b", 3)
@@ -712,7 +712,7 @@ func testHistoryPages(t *testing.T, b Backend) {
 	require.Empty(t, drain(t, users.History("a", tipkv.Query{After: last[0].Cursor()})))
 }
 
-func testHistoryStopsWhenTheConsumerDoes(t *testing.T, b Backend) {
+func testHistoryStopsWhenTheConsumerDoes(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 10)
 	n := 0
@@ -726,7 +726,7 @@ func testHistoryStopsWhenTheConsumerDoes(t *testing.T, b Backend) {
 	require.Equal(t, 3, n)
 }
 
-func testBadQueriesAndCursors(t *testing.T, b Backend) {
+func testBadQueriesAndCursors(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 5)
 	putN(t, users, db, "b", 5)
@@ -790,7 +790,7 @@ func flip(c string) string {
 	return string(b)
 }
 
-func testLatestAll(t *testing.T, b Backend) {
+func testLatestAll(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	var ids []string
 	for i := range 30 {
@@ -844,7 +844,7 @@ func testLatestAll(t *testing.T, b Backend) {
 }
 
 // Count is latest-oldest+1, prunes and markers counted.
-func testCount(t *testing.T, b Backend) {
+func testCount(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	n, err := users.Count("a")
 	require.NoError(t, err)
@@ -870,7 +870,7 @@ func testCount(t *testing.T, b Backend) {
 
 // LatestMany answers in the order asked, duplicates included, with the
 // zero Doc for a miss or a deleted document.
-func testLatestMany(t *testing.T, b Backend) {
+func testLatestMany(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "b", 3)
 	putN(t, users, db, "a", 1)
@@ -896,7 +896,7 @@ func testLatestMany(t *testing.T, b Backend) {
 
 // HistoryPage tells whether a page has more: it reads one version more
 // than the page.
-func testHistoryPage(t *testing.T, b Backend) {
+func testHistoryPage(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 7)
 	var got [][]int64
@@ -935,7 +935,7 @@ func testHistoryPage(t *testing.T, b Backend) {
 
 // Collections and Streams name every collection and stream that holds
 // keys, in bytewise order; names are bytes like ids.
-func testCollectionsAndStreams(t *testing.T, b Backend) {
+func testCollectionsAndStreams(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	require.Empty(t, drain(t, versioned.Collections(db)))
 	require.Empty(t, drain(t, versioned.Streams(db)))
@@ -988,7 +988,7 @@ func testCollectionsAndStreams(t *testing.T, b Backend) {
 // Reads through one snapshot agree with each other while writes commit:
 // each sees the store as of the snapshot, and a view of a finished
 // snapshot, of another DB or of none is refused.
-func testSnapshotReadsAgree(t *testing.T, b Backend) {
+func testSnapshotReadsAgree(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 5)
 	putN(t, users, db, "b", 2)
@@ -1063,8 +1063,8 @@ func testSnapshotReadsAgree(t *testing.T, b Backend) {
 // checked runs a test with a backend that remembers the DBs it hands out,
 // and ends it as every conformance test ends: each store the test left
 // open checked healthy (Healthy).
-func checked(f func(*testing.T, Backend)) func(*testing.T, Backend) {
-	return func(t *testing.T, b Backend) {
+func checked(f func(*testing.T, backend)) func(*testing.T, backend) {
+	return func(t *testing.T, b backend) {
 		var mu sync.Mutex
 		var dbs []*tipkv.DB
 		keep := func(db *tipkv.DB) *tipkv.DB {

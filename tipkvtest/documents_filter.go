@@ -14,7 +14,7 @@ import (
 // by another handle without the option, concurrently with the filter's
 // build, before a reopen, or by another process on a shared engine (where
 // the option does nothing).
-func testMissFilterHidesNothing(t *testing.T, b Backend) {
+func testMissFilterHidesNothing(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	plain := people(t, db)
 	for i := range 20 {

@@ -64,7 +64,7 @@ func newestFirst(vs map[int64]int) []int64 {
 // and on the DB inside Updates) against a collection and a model, and
 // checks every read against the model. Rerun a failure with
 // -documents.seed.
-func testDocumentModel(t *testing.T, b Backend) {
+func testDocumentModel(t *testing.T, b backend) {
 	seed := *documentsSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -360,7 +360,7 @@ func storedNames(t testing.TB, db *tipkv.DB, key []byte) []string {
 // The default codec names fields as the store was created to: by json tag
 // on a store created now, by Go name on a store created at format 1, so
 // that values written there before json tags counted still read.
-func testDefaultCodecNames(t *testing.T, b Backend) {
+func testDefaultCodecNames(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}

@@ -22,7 +22,7 @@ func keeping(t testing.TB, db *tipkv.DB, keep int) *versioned.Collection[person]
 // document at every commit, under concurrent writers (of this process and,
 // on a shared engine, another), and across restarts; the latest version
 // is never dropped, so versions go on where they were.
-func testKeepVersions(t *testing.T, b Backend) {
+func testKeepVersions(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	const keep = 3
 	users := keeping(t, db, keep)

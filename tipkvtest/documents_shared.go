@@ -19,7 +19,7 @@ import (
 )
 
 // N goroutines x puts of one document: exactly versions 1..N*puts.
-func testConcurrentPutsAreDense(t *testing.T, b Backend) {
+func testConcurrentPutsAreDense(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	goroutines, puts := 8, b.N(300)
 	got := make([][]int64, goroutines)
@@ -49,7 +49,7 @@ func testConcurrentPutsAreDense(t *testing.T, b Backend) {
 
 // Updates that fail give their versions back: the committed versions stay
 // dense while Updates of other goroutines fail around them.
-func testConcurrentPutsWithAbortsStayDense(t *testing.T, b Backend) {
+func testConcurrentPutsWithAbortsStayDense(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	boom := errors.New("boom")
 	var committed atomic.Int64
@@ -85,7 +85,7 @@ func testConcurrentPutsWithAbortsStayDense(t *testing.T, b Backend) {
 // Optimistic writers: each reads the latest, writes on it with PutIf, and
 // retries on conflict. Every success is a distinct version, and no update
 // is lost.
-func testConcurrentPutIf(t *testing.T, b Backend) {
+func testConcurrentPutIf(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	var conflicts atomic.Int64
 	goroutines, each := 6, b.N(60)
@@ -130,7 +130,7 @@ func testConcurrentPutIf(t *testing.T, b Backend) {
 // where two would wait for each other, the one that would close the cycle
 // fails with ErrConflict and gives its versions back, and a retry goes
 // through. Puts on the DB beside them never fail.
-func testUpdatesInOppositeOrdersDoNotDeadlock(t *testing.T, b Backend) {
+func testUpdatesInOppositeOrdersDoNotDeadlock(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	var conflicts atomic.Int64
 	rounds := b.N(100)
@@ -175,7 +175,7 @@ func testUpdatesInOppositeOrdersDoNotDeadlock(t *testing.T, b Backend) {
 
 // Puts and Deletes of one document from many goroutines: versions stay
 // dense, markers included, and no Delete follows a marker.
-func testConcurrentPutsAndDeletesAreDense(t *testing.T, b Backend) {
+func testConcurrentPutsAndDeletesAreDense(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	each := b.N(150)
 	var wg sync.WaitGroup
@@ -231,7 +231,7 @@ type docVersion struct {
 // successful PutIf(e) wrote e+1 (PutIf(0), no live document, may write
 // after a delete marker). A write may give up with ErrConflict
 // after its retries; nothing else fails.
-func testSharedWriters(t *testing.T, b Backend) {
+func testSharedWriters(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}
@@ -348,7 +348,7 @@ func testSharedWriters(t *testing.T, b Backend) {
 // What one handle remembers of a document after another handle wrote it
 // is a hint: every write on it still lands right, and a failed commit
 // drops it.
-func testSharedPutIfAfterAnotherHandle(t *testing.T, b Backend) {
+func testSharedPutIfAfterAnotherHandle(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}
@@ -463,7 +463,7 @@ func (b *countingBatch) Apply(sync bool) error {
 // conditions and never after an unknown outcome, no hint survives a failed
 // commit (with one handle, a stale hint is the only way a real condition
 // can fail), and the store stays what a model of the outcomes says.
-func testSharedFaults(t *testing.T, b Backend) {
+func testSharedFaults(t *testing.T, b backend) {
 	base := b.Open(t, nil)
 	if !Caps(t, base).Shared {
 		t.Skip("faults of shared engines")

@@ -13,8 +13,8 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
-func documentTTLCases() []Case {
-	return []Case{
+func documentTTLCases() []testCase {
+	return []testCase{
 		{"TTLHidesExpiredVersions", checked(testTTLHidesExpiredVersions)},
 		{"TTLPurgeExpired", checked(testTTLPurgeExpired)},
 		{"TTLPurgeRacingPuts", checked(testTTLPurgeRacingPuts)},
@@ -37,7 +37,7 @@ func clockOpts(clock *feedClock) *tipkv.Options { return &tipkv.Options{Clock: c
 // Each version reads as gone from TTL after its write: Latest, Get and
 // AsOf answer ErrNotFound, History and LatestAll skip it, and PutIf(0)
 // takes an expired document for missing without reusing its versions.
-func testTTLHidesExpiredVersions(t *testing.T, b Backend) {
+func testTTLHidesExpiredVersions(t *testing.T, b backend) {
 	clock := &feedClock{now: t0}
 	db := b.Open(t, clockOpts(clock))
 	_, err := versioned.NewCollection[person](db, "bad", &versioned.Options[person]{TTL: -time.Second})
@@ -105,7 +105,7 @@ func testTTLHidesExpiredVersions(t *testing.T, b Backend) {
 // PurgeExpired drops the whole history of every document whose latest
 // version has expired, and nothing else; a document written again starts
 // at version 1.
-func testTTLPurgeExpired(t *testing.T, b Backend) {
+func testTTLPurgeExpired(t *testing.T, b backend) {
 	clock := &feedClock{now: t0}
 	db := b.Open(t, clockOpts(clock))
 	c := expiring(t, db, -1)
@@ -149,7 +149,7 @@ func testTTLPurgeExpired(t *testing.T, b Backend) {
 
 // A purge racing a Put of the same document never drops the new version:
 // the purge holds only while the latest version is the expired one.
-func testTTLPurgeRacingPuts(t *testing.T, b Backend) {
+func testTTLPurgeRacingPuts(t *testing.T, b backend) {
 	clock := &feedClock{now: t0}
 	db := b.Open(t, clockOpts(clock))
 	db2 := db
@@ -188,7 +188,7 @@ func testTTLPurgeRacingPuts(t *testing.T, b Backend) {
 
 // A handle with a TTL purges expired documents in the background, at
 // once when it is created (so after a restart too), and stops with Close.
-func testTTLPurgeInTheBackground(t *testing.T, b Backend) {
+func testTTLPurgeInTheBackground(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}

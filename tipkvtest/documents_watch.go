@@ -14,8 +14,8 @@ import (
 )
 
 // watchCases are the tests of Collection.Watch and of retention.
-func watchCases() []Case {
-	return []Case{
+func watchCases() []testCase {
+	return []testCase{
 		{"WatchDeliversEveryVersionOnceInOrder", checked(testWatchConcurrentPuts)},
 		{"WatchShowsDeletePruneAndPurge", checked(testWatchShowsDeletePruneAndPurge)},
 		{"WatchStartsAfterAndSkipsWhatWasPruned", checked(testWatchStartsAfter)},
@@ -84,7 +84,7 @@ func put(v int64, name string) change {
 // Versions written by concurrent writers (and, on a shared engine, by
 // another process) reach a watcher each once, in version order, with the
 // values History reads.
-func testWatchConcurrentPuts(t *testing.T, b Backend) {
+func testWatchConcurrentPuts(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	type writer struct {
 		c *versioned.Collection[person]
@@ -140,7 +140,7 @@ func testWatchConcurrentPuts(t *testing.T, b Backend) {
 
 // A Delete arrives as its delete marker, a Prune with the oldest version
 // kept, a Purge as a purge after which versions start again at 1.
-func testWatchShowsDeletePruneAndPurge(t *testing.T, b Backend) {
+func testWatchShowsDeletePruneAndPurge(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	ctx, cancel := context.WithCancel(context.Background())
 	p := pull(t, users.Watch(ctx, "d", 0), cancel)
@@ -184,7 +184,7 @@ func testWatchShowsDeletePruneAndPurge(t *testing.T, b Backend) {
 // read them are reported as a prune, and the watch goes on from the
 // oldest kept. A watch after a version the document no longer has (it was
 // purged and is shorter now) starts with a purge.
-func testWatchStartsAfter(t *testing.T, b Backend) {
+func testWatchStartsAfter(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	for v := range 6 {
 		_, err := users.Put(db, "a", person{Name: fmt.Sprint(v + 1)})
@@ -223,7 +223,7 @@ func testWatchStartsAfter(t *testing.T, b Backend) {
 
 // A Watch ends with ctx.Err() when its context ends and with ErrClosed when
 // the DB closes, while it sleeps.
-func testWatchEnds(t *testing.T, b Backend) {
+func testWatchEnds(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "e", 1)
 	ends := make(chan error, 2)

@@ -18,8 +18,8 @@ import (
 // feedCases returns the feeds tests, each ending with its stores checked
 // healthy. How trims write their deletes is Pebble's business and stays in
 // versioned's own tests.
-func feedCases() []Case {
-	return []Case{
+func feedCases() []testCase {
+	return []testCase{
 		{"AppendPositionsFollowTheClock", checked(testAppendPositionsFollowTheClock)},
 		{"AppendAtTies", checked(testAppendAtTies)},
 		{"AbortedAppendsKeepPositionsUnique", checked(testAbortedAppendsKeepPositionsUnique)},
@@ -63,7 +63,7 @@ func (c *feedClock) Set(t time.Time) {
 
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func openFeed(t testing.TB, b Backend) (*tipkv.DB, *versioned.Feed[click], *feedClock) {
+func openFeed(t testing.TB, b backend) (*tipkv.DB, *versioned.Feed[click], *feedClock) {
 	t.Helper()
 	db := b.Open(t, nil)
 	clock := &feedClock{now: t0}
@@ -94,7 +94,7 @@ func feedKey(stream string, p int64) []byte {
 	return codec.AppendDesc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeed), stream), p)
 }
 
-func testAppendPositionsFollowTheClock(t *testing.T, b Backend) {
+func testAppendPositionsFollowTheClock(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	p, err := f.Append(db, "clicks", click{"/a"})
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func testAppendPositionsFollowTheClock(t *testing.T, b Backend) {
 	require.Equal(t, t0.UnixNano(), p)
 }
 
-func testAppendAtTies(t *testing.T, b Backend) {
+func testAppendAtTies(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	at := t0.Add(-time.Hour)
 	var got []int64
@@ -183,7 +183,7 @@ func testAppendAtTies(t *testing.T, b Backend) {
 	}
 }
 
-func testAbortedAppendsKeepPositionsUnique(t *testing.T, b Backend) {
+func testAbortedAppendsKeepPositionsUnique(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	boom := errors.New("boom")
 	var lost int64
@@ -207,7 +207,7 @@ func testAbortedAppendsKeepPositionsUnique(t *testing.T, b Backend) {
 
 // Appends racing with a stuck clock, AppendAt ties and AppendAt in
 // Updates of times that collide get unique positions.
-func testConcurrentAppendsAreUnique(t *testing.T, b Backend) {
+func testConcurrentAppendsAreUnique(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	goroutines, appends := 8, b.N(150)
 	var wg sync.WaitGroup
@@ -237,7 +237,7 @@ func testConcurrentAppendsAreUnique(t *testing.T, b Backend) {
 	require.Len(t, drain(t, f.Newest("s", tipkv.Query{})), goroutines*appends, "no event overwrote another")
 }
 
-func testNewestAndBetween(t *testing.T, b Backend) {
+func testNewestAndBetween(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	for i := range 10 {
 		_, err := f.AppendAt(db, "s", sec(i), click{Page: string(rune('a' + i))})
@@ -292,7 +292,7 @@ func testNewestAndBetween(t *testing.T, b Backend) {
 	require.Empty(t, versioned.Event[click]{}.Cursor())
 }
 
-func testTrim(t *testing.T, b Backend) {
+func testTrim(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	appendN := func(n int) {
 		for range n {
@@ -330,7 +330,7 @@ func testTrim(t *testing.T, b Backend) {
 	require.Len(t, drain(t, f.Newest("s", tipkv.Query{})), 7)
 }
 
-func testTrimBefore(t *testing.T, b Backend) {
+func testTrimBefore(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	for i := range 10 {
 		_, err := f.AppendAt(db, "s", sec(i), click{})
@@ -353,7 +353,7 @@ func testTrimBefore(t *testing.T, b Backend) {
 
 // An event appended below where earlier trims cut is still trimmed by the
 // next trim that covers it.
-func testTrimFindsEventsAppendedIntoThePast(t *testing.T, b Backend) {
+func testTrimFindsEventsAppendedIntoThePast(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	for i := range 60 {
 		_, err := f.AppendAt(db, "s", sec(i), click{})
@@ -372,7 +372,7 @@ func testTrimFindsEventsAppendedIntoThePast(t *testing.T, b Backend) {
 }
 
 // A trim inside an Update counts and drops the Update's own Appends.
-func testTrimInsideUpdateSeesOwnAppends(t *testing.T, b Backend) {
+func testTrimInsideUpdateSeesOwnAppends(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	for i := range 3 {
 		_, err := f.AppendAt(db, "s", sec(i), click{})
@@ -421,7 +421,7 @@ func testTrimInsideUpdateSeesOwnAppends(t *testing.T, b Backend) {
 // Times a feed cannot write are ErrInvalid at the call, and write
 // nothing: before the epoch, after MaxTime, from AppendAt, TrimBefore or
 // the clock of Append. MaxTime itself leaves room for Append after it.
-func testTimesOutOfRangeAreInvalid(t *testing.T, b Backend) {
+func testTimesOutOfRangeAreInvalid(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	_, err := f.Append(db, "s", click{"kept"})
 	require.NoError(t, err)
@@ -456,7 +456,7 @@ func testTimesOutOfRangeAreInvalid(t *testing.T, b Backend) {
 // A stream whose last event sits at the last nanosecond an int64 holds
 // (older versions' AppendAt wrote one at the maximum time) keeps taking
 // Appends: at the clock's time, as AppendAt places them.
-func testAppendAfterAnEventAtTheLastNanosecond(t *testing.T, b Backend) {
+func testAppendAfterAnEventAtTheLastNanosecond(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	val, err := codec.Msgpack[click]{}.Append(nil, click{"legacy"})
 	require.NoError(t, err)
@@ -478,7 +478,7 @@ func testAppendAfterAnEventAtTheLastNanosecond(t *testing.T, b Backend) {
 }
 
 // A Feed without a clock of its own reads the DB's (Options.Clock).
-func testFeedUsesTheDBClock(t *testing.T, b Backend) {
+func testFeedUsesTheDBClock(t *testing.T, b backend) {
 	db := b.Open(t, &tipkv.Options{Clock: func() time.Time { return t0 }})
 	f, err := versioned.NewFeed[click](db, nil)
 	require.NoError(t, err)
@@ -487,7 +487,7 @@ func testFeedUsesTheDBClock(t *testing.T, b Backend) {
 	require.Equal(t, t0.UnixNano(), p)
 }
 
-func testPositionsContinueAfterReopen(t *testing.T, b Backend) {
+func testPositionsContinueAfterReopen(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}
@@ -512,7 +512,7 @@ func testPositionsContinueAfterReopen(t *testing.T, b Backend) {
 // in Updates that fail, on two handles when the backend has them: whatever
 // the interleaving, every stored event was acknowledged at its position,
 // and a trim once everything is quiet drops every event it should.
-func testTrimsRacingAppends(t *testing.T, b Backend) {
+func testTrimsRacingAppends(t *testing.T, b backend) {
 	clock := &feedClock{now: t0}
 	dbs := []*tipkv.DB{b.Open(t, nil)}
 	if b.Second != nil {
@@ -607,7 +607,7 @@ func testTrimsRacingAppends(t *testing.T, b Backend) {
 // Two handles (two processes) append to one stream with clocks stuck at
 // the same instant: every Append is acknowledged at a position of its
 // own, and every acknowledged event is stored there.
-func testSharedAppends(t *testing.T, b Backend) {
+func testSharedAppends(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}
@@ -662,7 +662,7 @@ func testSharedAppends(t *testing.T, b Backend) {
 // A handle whose idea of a stream's last position is stale still writes
 // a free one: the Append's condition fails, the handle reads the stream
 // again, and the rerun takes the next free position.
-func testSharedAppendAfterAnotherHandle(t *testing.T, b Backend) {
+func testSharedAppendAfterAnotherHandle(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}

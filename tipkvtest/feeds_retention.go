@@ -14,8 +14,8 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
-func feedRetentionCases() []Case {
-	return []Case{
+func feedRetentionCases() []testCase {
+	return []testCase{
 		{"RetentionMaxEvents", checked(testRetentionMaxEvents)},
 		{"RetentionMaxAge", checked(testRetentionMaxAge)},
 		{"RetentionUnderConcurrentWriters", checked(testRetentionUnderConcurrentWriters)},
@@ -54,7 +54,7 @@ func newestOf(ps []int64, n int) []int64 { return ps[max(len(ps)-n, 0):] }
 
 // A pass keeps the newest MaxEvents events of every stream under the
 // prefix, touches no stream outside it, and stops at a group's cursor.
-func testRetentionMaxEvents(t *testing.T, b Backend) {
+func testRetentionMaxEvents(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	clock := &feedClock{now: t0}
 	for _, bad := range []versioned.FeedRetention{{MaxEvents: -1}, {MaxAge: -time.Second}} {
@@ -106,7 +106,7 @@ func testRetentionMaxEvents(t *testing.T, b Backend) {
 
 // MaxAge drops the events older than the clock's now minus MaxAge, and
 // the bounds combine: the stricter one cuts.
-func testRetentionMaxAge(t *testing.T, b Backend) {
+func testRetentionMaxAge(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	clock := &feedClock{now: t0}
 	f := retainingFeed(t, db, clock, versioned.FeedRetention{MaxAge: time.Minute, Interval: -1})
@@ -143,7 +143,7 @@ func testRetentionMaxAge(t *testing.T, b Backend) {
 // another append never drop an event with fewer than MaxEvents newer ones
 // in the store; after the writers stop, one pass leaves exactly the newest
 // MaxEvents.
-func testRetentionUnderConcurrentWriters(t *testing.T, b Backend) {
+func testRetentionUnderConcurrentWriters(t *testing.T, b backend) {
 	const keep = 8
 	clock := &feedClock{now: t0}
 	dbs := []*tipkv.DB{b.Open(t, nil)}
@@ -261,7 +261,7 @@ func (h passLog) Handle(_ context.Context, r slog.Record) error {
 // The background trimmer bounds the streams without a call, passes as soon
 // as its Feed is created (so a restart trims what the store holds), and
 // stops with Close.
-func testRetentionInTheBackground(t *testing.T, b Backend) {
+func testRetentionInTheBackground(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}

@@ -18,8 +18,8 @@ import (
 
 // followCases returns the tests of following a feed (Since, Follow) and of
 // its named cursors.
-func followCases() []Case {
-	return []Case{
+func followCases() []testCase {
+	return []testCase{
 		{"SinceIsOldestFirst", checked(testSinceIsOldestFirst)},
 		{"FollowerLosesNothing", checked(testFollowerLosesNothing)},
 		{"FollowerLosesNothingNoSync", checked(testFollowerLosesNothingNoSync)},
@@ -32,7 +32,7 @@ func followCases() []Case {
 
 // followEvents is the size of the follower loss test: the issue's
 // 1,000,000 events, scaled down under -short and the race detector.
-func followEvents(b Backend) int {
+func followEvents(b backend) int {
 	if testing.Short() || raceEnabled {
 		return b.N(20_000)
 	}
@@ -47,7 +47,7 @@ type tick struct {
 
 // Since pages a stream oldest first, whatever the gaps between positions
 // and the page size; the bounds of the Query hold.
-func testSinceIsOldestFirst(t *testing.T, b Backend) {
+func testSinceIsOldestFirst(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	var want []int64
 	// Runs of dense positions with gaps of growing size between them.
@@ -86,11 +86,11 @@ func testSinceIsOldestFirst(t *testing.T, b Backend) {
 	require.ErrorIs(t, drainErr(t, f.Since("", 0, tipkv.Query{})), tipkv.ErrInvalid)
 }
 
-func testFollowerLosesNothing(t *testing.T, b Backend) {
+func testFollowerLosesNothing(t *testing.T, b backend) {
 	followerLosesNothing(t, b, nil)
 }
 
-func testFollowerLosesNothingNoSync(t *testing.T, b Backend) {
+func testFollowerLosesNothingNoSync(t *testing.T, b backend) {
 	followerLosesNothing(t, b, &tipkv.Options{NoSync: true})
 }
 
@@ -102,7 +102,7 @@ var errAbortUpdate = errors.New("this Update aborts")
 // delivered exactly once, in position order, no aborted one is; and the
 // same holds across a close and reopen in the middle, the follower
 // resuming from the last position it handled.
-func followerLosesNothing(t *testing.T, b Backend, opts *tipkv.Options) {
+func followerLosesNothing(t *testing.T, b backend, opts *tipkv.Options) {
 	total := followEvents(b)
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen")
@@ -229,7 +229,7 @@ func followerLosesNothing(t *testing.T, b Backend, opts *tipkv.Options) {
 
 // Follow ends with ctx.Err() when its context ends, and with ErrClosed
 // when the DB closes, while it waits.
-func testFollowEnds(t *testing.T, b Backend) {
+func testFollowEnds(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	_, err := f.Append(db, "s", click{"a"})
 	require.NoError(t, err)
@@ -268,7 +268,7 @@ func testFollowEnds(t *testing.T, b Backend) {
 // Named cursors: Advance moves a group's cursor only from where it is,
 // with the Update or not at all; Lag is the time it trails; Trim keeps
 // every event after the slowest cursor unless told otherwise.
-func testGroupCursors(t *testing.T, b Backend) {
+func testGroupCursors(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
 	var ps []int64
 	for i := range 10 {
@@ -335,7 +335,7 @@ func testGroupCursors(t *testing.T, b Backend) {
 // Two groups project one stream while it is written, each writing its
 // projection (a stream of its own) and its cursor in one Update: each
 // projection holds every event once, in order.
-func testGroupsProjectExactlyOnce(t *testing.T, b Backend) {
+func testGroupsProjectExactlyOnce(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	f, err := versioned.NewFeed[tick](db, nil)
 	require.NoError(t, err)
@@ -411,7 +411,7 @@ func checkProjection(t testing.TB, f *versioned.Feed[tick], g string, want []int
 // in one of them follows it: commit order is position order across
 // processes, so the follower is given every event once, in order, though
 // the other process's commits reach it only through the store.
-func testFollowerAcrossProcesses(t *testing.T, b Backend) {
+func testFollowerAcrossProcesses(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}

@@ -17,8 +17,8 @@ import (
 // during and after Close end with ErrClosed, and a write on the DB inside
 // an Update that holds its document fails at once. Each ends with its
 // stores checked healthy.
-func misuseCases() []Case {
-	return []Case{
+func misuseCases() []testCase {
+	return []testCase{
 		{"DocumentBadInputWritesNothing", checked(testDocumentBadInput)},
 		{"ValuesStartingWithTheMarkerByte", checked(testValuesStartingWithTheMarkerByte)},
 		{"FeedBadInputWritesNothing", checked(testFeedBadInput)},
@@ -29,7 +29,7 @@ func misuseCases() []Case {
 	}
 }
 
-func testDocumentBadInput(t *testing.T, b Backend) {
+func testDocumentBadInput(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	_, err := versioned.NewCollection[person](db, "", nil)
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -89,7 +89,7 @@ func testDocumentBadInput(t *testing.T, b Backend) {
 
 // A value that encodes to the marker byte cannot be Put: it would read as
 // a deletion.
-func testValuesStartingWithTheMarkerByte(t *testing.T, b Backend) {
+func testValuesStartingWithTheMarkerByte(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	blobs, err := versioned.NewCollection[[]byte](db, "blobs", &versioned.Options[[]byte]{Codec: codec.Raw{}})
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func testValuesStartingWithTheMarkerByte(t *testing.T, b Backend) {
 	require.Equal(t, "\xc1", d.Value)
 }
 
-func testFeedBadInput(t *testing.T, b Backend) {
+func testFeedBadInput(t *testing.T, b backend) {
 	db, f, _ := openFeed(t, b)
 	_, err := f.Append(db, "", click{})
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -150,7 +150,7 @@ func testFeedBadInput(t *testing.T, b Backend) {
 	require.ErrorContains(t, err, `stream "bad": position 5`)
 }
 
-func testBatchOfAnotherDBIsRefused(t *testing.T, b Backend) {
+func testBatchOfAnotherDBIsRefused(t *testing.T, b backend) {
 	_, users := openPeople(t, b)
 	other := b.Open(t, nil)
 	feed, err := versioned.NewFeed[click](other, nil)
@@ -173,7 +173,7 @@ func testBatchOfAnotherDBIsRefused(t *testing.T, b Backend) {
 	require.Empty(t, drain(t, users.History("a", tipkv.Query{})))
 }
 
-func testCallsAfterClose(t *testing.T, b Backend) {
+func testCallsAfterClose(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	f, err := versioned.NewFeed[click](db, nil)
 	require.NoError(t, err)
@@ -205,7 +205,7 @@ func testCallsAfterClose(t *testing.T, b Backend) {
 // with ErrClosed at its next step, an Update whose function is running
 // fails to commit, and a write waiting for a document that Update holds
 // wakes with ErrClosed; none hangs.
-func testCloseDuringCalls(t *testing.T, b Backend) {
+func testCloseDuringCalls(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 5)
 	var stepErr error
@@ -255,7 +255,7 @@ func testCloseDuringCalls(t *testing.T, b Backend) {
 // it touches documents the Update does not hold, and fails at once, with
 // an error that says to pass the Batch, when it touches one it holds:
 // waiting would be for ever.
-func testWriteOnTheDBInsideUpdate(t *testing.T, b Backend) {
+func testWriteOnTheDBInsideUpdate(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	feed, err := versioned.NewFeed[int](db, nil)
 	require.NoError(t, err)

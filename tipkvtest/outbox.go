@@ -16,8 +16,8 @@ import (
 
 // outboxCases returns the outbox tests: a document write and the message
 // that announces it commit in one DB.Update, or neither does.
-func outboxCases() []Case {
-	return []Case{
+func outboxCases() []testCase {
+	return []testCase{
 		{"Atomic", testOutboxAtomic},
 		{"Relay", testOutboxRelay},
 	}
@@ -35,7 +35,7 @@ type outboxEvent struct {
 
 // A failing Update writes neither the document nor its message; a
 // successful one writes both, and the message names the version written.
-func testOutboxAtomic(t *testing.T, b Backend) {
+func testOutboxAtomic(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	orders, err := versioned.NewCollection[outboxOrder](db, "orders", nil)
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func testOutboxAtomic(t *testing.T, b Backend) {
 // outbox with ReceiveWait and acks; the relay restarts once midway where
 // the backend can reopen. Every order's message is relayed, at least
 // once, each naming a version that exists.
-func testOutboxRelay(t *testing.T, b Backend) {
+func testOutboxRelay(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	producerDB := db
 	if b.Second != nil {

@@ -21,8 +21,8 @@ import (
 // memory, a visibility watermark) and a shared one (leases in the store,
 // sequence numbers assigned at commit, ClockSkew before a lapsed lease is
 // taken over), the test says which it checks.
-func queueCases() []Case {
-	return []Case{
+func queueCases() []testCase {
+	return []testCase{
 		{"FIFOReceiveAck", testQueueFIFOReceiveAck},
 		{"Separate", testQueuesAreSeparate},
 		{"BadInput", testQueueBadInput},
@@ -92,7 +92,7 @@ func (c *qClock) Advance(d time.Duration) {
 }
 
 // qOpenClocked opens a DB on a new store and a clock of its own.
-func qOpenClocked(t *testing.T, b Backend) (*tipkv.DB, *qClock) {
+func qOpenClocked(t *testing.T, b backend) (*tipkv.DB, *qClock) {
 	t.Helper()
 	clock := newQClock()
 	return b.Open(t, &tipkv.Options{Clock: clock.Now}), clock
@@ -214,7 +214,7 @@ func qItemKey(name string, seq int64) []byte {
 	return codec.AppendAsc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), name), seq)
 }
 
-func testQueueFIFOReceiveAck(t *testing.T, b Backend) {
+func testQueueFIFOReceiveAck(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[string](t, db, "jobs", nil)
 	require.NoError(t, q.Enqueue(db, "a", "b", "c"))
@@ -249,7 +249,7 @@ func testQueueFIFOReceiveAck(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueuesAreSeparate(t *testing.T, b Backend) {
+func testQueuesAreSeparate(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	a := qOpen[string](t, db, "a", nil)
 	a2 := qOpen[string](t, db, "a", nil)
@@ -266,7 +266,7 @@ func testQueuesAreSeparate(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueBadInput(t *testing.T, b Backend) {
+func testQueueBadInput(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	_, err := queue.Open[string](db, "", nil)
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -303,7 +303,7 @@ func testQueueBadInput(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueAckErrors(t *testing.T, b Backend) {
+func testQueueAckErrors(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, 1, 2))
@@ -338,7 +338,7 @@ func testQueueAckErrors(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueAckInAbortedUpdate(t *testing.T, b Backend) {
+func testQueueAckInAbortedUpdate(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, 1))
@@ -356,7 +356,7 @@ func testQueueAckInAbortedUpdate(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueLeaseExpiry(t *testing.T, b Backend) {
+func testQueueLeaseExpiry(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, "x", "y"))
@@ -385,7 +385,7 @@ func testQueueLeaseExpiry(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueLateAck(t *testing.T, b Backend) {
+func testQueueLateAck(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, "x"))
@@ -399,7 +399,7 @@ func testQueueLateAck(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueReleaseAndExtend(t *testing.T, b Backend) {
+func testQueueReleaseAndExtend(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, "a", "b"))
@@ -435,7 +435,7 @@ func testQueueReleaseAndExtend(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueuePopAndPeek(t *testing.T, b Backend) {
+func testQueuePopAndPeek(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, 1, 2, 3, 4, 5))
@@ -468,7 +468,7 @@ func testQueuePopAndPeek(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueEnqueueAt(t *testing.T, b Backend) {
+func testQueueEnqueueAt(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
 	require.NoError(t, q.EnqueueAt(db, clock.Now().Add(100*time.Millisecond), "later"))
@@ -496,7 +496,7 @@ func testQueueEnqueueAt(t *testing.T, b Backend) {
 // Every time the queue reads or stores comes from Options.Clock: enqueue
 // and dead-letter times, lease ends, delays, and what Receive, Peek and Pop
 // see as now.
-func testQueueClockDrivesTime(t *testing.T, b Backend) {
+func testQueueClockDrivesTime(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	lapse := qLapse(t, db)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 3})
@@ -552,7 +552,7 @@ func testQueueClockDrivesTime(t *testing.T, b Backend) {
 // Times a message's header cannot hold (Unix nanoseconds in an int64:
 // 1970 to 2262) are refused at the call with ErrInvalid, and nothing
 // changes.
-func testQueueTimesOutOfRange(t *testing.T, b Backend) {
+func testQueueTimesOutOfRange(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
 	far := time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -591,7 +591,7 @@ func testQueueTimesOutOfRange(t *testing.T, b Backend) {
 
 // ReceiveWait blocks until a message is visible and leases it, in one
 // call.
-func testQueueReceiveWait(t *testing.T, b Backend) {
+func testQueueReceiveWait(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
 
@@ -649,7 +649,7 @@ func testQueueReceiveWait(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueReceiveWaitClose(t *testing.T, b Backend) {
+func testQueueReceiveWaitClose(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
 	errc := make(chan error)
@@ -666,7 +666,7 @@ func testQueueReceiveWaitClose(t *testing.T, b Backend) {
 // Retry releases a failed message after the backoff for its attempts:
 // by default 1s, 2s, 4s, ... and at once when its next delivery would move
 // it to the dead-letter queue.
-func testQueueRetryBackoff(t *testing.T, b Backend) {
+func testQueueRetryBackoff(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 4})
 	require.NoError(t, q.Enqueue(db, "x"))
@@ -701,7 +701,7 @@ func testQueueRetryBackoff(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueRetryCustomBackoff(t *testing.T, b Backend) {
+func testQueueRetryCustomBackoff(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	var mu sync.Mutex
 	var asked []int
@@ -739,7 +739,7 @@ func testQueueRetryCustomBackoff(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b Backend) {
+func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 2})
 	require.NoError(t, q.Enqueue(db, "poison", "fine"))
@@ -785,7 +785,7 @@ func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b Backend) {
 
 // Leases that end without an Ack count as deliveries: after MaxAttempts
 // of them the message is a dead letter.
-func testQueueDeadLetterAfterLeaseExpiries(t *testing.T, b Backend) {
+func testQueueDeadLetterAfterLeaseExpiries(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: 3})
 	require.NoError(t, q.Enqueue(db, 7))
@@ -804,7 +804,7 @@ func testQueueDeadLetterAfterLeaseExpiries(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueuePopDeadLettersToo(t *testing.T, b Backend) {
+func testQueuePopDeadLettersToo(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: 1})
 	require.NoError(t, q.Enqueue(db, 1, 2))
@@ -818,7 +818,7 @@ func testQueuePopDeadLettersToo(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueNoLimit(t *testing.T, b Backend) {
+func testQueueNoLimit(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: -1})
 	require.NoError(t, q.Enqueue(db, 1))
@@ -832,7 +832,7 @@ func testQueueNoLimit(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueDiscardAndRequeueErrors(t *testing.T, b Backend) {
+func testQueueDiscardAndRequeueErrors(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: 1})
 	require.NoError(t, q.Enqueue(db, 1, 2, 3))
@@ -870,7 +870,7 @@ func testQueueDiscardAndRequeueErrors(t *testing.T, b Backend) {
 
 // A stored value that does not decode moves to the dead-letter queue with
 // an error naming its key; the queue keeps flowing.
-func testQueueCorruptValue(t *testing.T, b Backend) {
+func testQueueCorruptValue(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, 1, 2, 3))

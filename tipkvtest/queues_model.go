@@ -104,7 +104,7 @@ func (m *queueModel) held() []*qmsg {
 // memory on Pebble (a restart ends them) and in the store on a shared
 // engine (a restart keeps them, held by nobody). Replay a failure with
 // -queue.model.seed.
-func testQueueModel(t *testing.T, b Backend) {
+func testQueueModel(t *testing.T, b backend) {
 	seeds := []uint64{*queueModelSeed}
 	if seeds[0] == 0 {
 		seeds = []uint64{rand.Uint64(), rand.Uint64(), rand.Uint64()}
@@ -117,7 +117,7 @@ func testQueueModel(t *testing.T, b Backend) {
 	}
 }
 
-func runQueueModel(t *testing.T, b Backend, seed uint64, steps int) {
+func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	clock := newQClock()
 	opts := &tipkv.Options{NoSync: true, Clock: clock.Now}

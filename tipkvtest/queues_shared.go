@@ -16,12 +16,12 @@ import (
 	"github.com/tipkv/tipkv/queue"
 )
 
-// Queue tests with several processes on one store (Backend.Second): each
+// Queue tests with several processes on one store (the harness's Second): each
 // handle stands for a process, with memory of its own.
 
 // qHandles returns n DB handles on one new store, all on clock, or skips
 // the test on an engine with no second handle.
-func qHandles(t *testing.T, b Backend, n int, clock *qClock) []*tipkv.DB {
+func qHandles(t *testing.T, b backend, n int, clock *qClock) []*tipkv.DB {
 	t.Helper()
 	if b.Second == nil {
 		t.Skip("the backend has no second handle (an exclusive engine)")
@@ -53,7 +53,7 @@ type qDelivery struct {
 // ended (plus ClockSkew) unless it was released; attempts count
 // deliveries; each producer's messages in its order; sequence numbers
 // dense.
-func testQueueSharedProducersConsumers(t *testing.T, b Backend) {
+func testQueueSharedProducersConsumers(t *testing.T, b backend) {
 	clock := newQClock()
 	dbs := qHandles(t, b, 4, clock)
 	lapse := qLapse(t, dbs[0])
@@ -219,7 +219,7 @@ func testQueueSharedProducersConsumers(t *testing.T, b Backend) {
 
 // Three handles pop one queue while a fourth enqueues: no message is
 // popped twice, none is lost.
-func testQueueSharedPop(t *testing.T, b Backend) {
+func testQueueSharedPop(t *testing.T, b backend) {
 	clock := newQClock()
 	dbs := qHandles(t, b, 4, clock)
 	n := b.N(1000)
@@ -288,7 +288,7 @@ func testQueueSharedPop(t *testing.T, b Backend) {
 // ClockSkew); then B takes it over, and A's late Ack, Release, Retry and
 // Extend are ErrLeaseLost. A lease that lapsed but was not taken over is
 // still A's.
-func testQueueSharedLease(t *testing.T, b Backend) {
+func testQueueSharedLease(t *testing.T, b backend) {
 	clock := newQClock()
 	dbs := qHandles(t, b, 2, clock)
 	lapse := qLapse(t, dbs[0])
@@ -345,7 +345,7 @@ func testQueueSharedLease(t *testing.T, b Backend) {
 // (which writes the item, not the queue's state), and, after Wake, once a
 // lease A holds has lapsed by the clock: whether the engine watches or B
 // polls.
-func testQueueSharedWait(t *testing.T, b Backend) {
+func testQueueSharedWait(t *testing.T, b backend) {
 	clock := newQClock()
 	dbs := qHandles(t, b, 2, clock)
 	a := qOpen[int](t, dbs[0], "wait", nil)

@@ -26,7 +26,7 @@ import (
 // are taken at commit: the later call commits first and gets the lower
 // number, the Update that lost the race runs its function again, and no
 // number is skipped.
-func testQueueCommitOrder(t *testing.T, b Backend) {
+func testQueueCommitOrder(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[string](t, db, "q", nil)
 	shared := qShared(t, db)
@@ -99,7 +99,7 @@ func testQueueCommitOrder(t *testing.T, b Backend) {
 // messages come back with their attempts counted (on Pebble at once,
 // leases being in memory; on a shared engine once their lease ends), and
 // head and tail are right.
-func testQueueRestart(t *testing.T, b Backend) {
+func testQueueRestart(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}
@@ -191,7 +191,7 @@ func testQueueRestart(t *testing.T, b Backend) {
 // restart reuse sequence numbers: a new message gets a number above every
 // one delivered before (issue 16: it got 6 though 2-10 had been
 // delivered, and a consumer that deduplicates by Seq dropped it).
-func testQueueSeqNeverReused(t *testing.T, b Backend) {
+func testQueueSeqNeverReused(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}
@@ -242,7 +242,7 @@ func qNames(t *testing.T, db *tipkv.DB) []string {
 	return out
 }
 
-func testQueueNames(t *testing.T, b Backend) {
+func testQueueNames(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	require.Empty(t, qNames(t, db))
 
@@ -307,7 +307,7 @@ func testQueueNames(t *testing.T, b Backend) {
 	Healthy(t, db)
 }
 
-func testQueueNamesErrors(t *testing.T, b Backend) {
+func testQueueNamesErrors(t *testing.T, b backend) {
 	for _, err := range queue.Names(nil) {
 		require.ErrorIs(t, err, tipkv.ErrInvalid)
 	}
@@ -338,7 +338,7 @@ func testQueueNamesErrors(t *testing.T, b Backend) {
 	}
 }
 
-func testQueueUseAfterClose(t *testing.T, b Backend) {
+func testQueueUseAfterClose(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
 	require.NoError(t, q.Enqueue(db, 1))
@@ -365,7 +365,7 @@ func testQueueUseAfterClose(t *testing.T, b Backend) {
 // Headers ride along with a message through every path: Receive, a
 // redelivery, Pop, Peek, the dead-letter queue and Requeue, and a restart.
 // Messages without headers have none.
-func testQueueHeaders(t *testing.T, b Backend) {
+func testQueueHeaders(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
 	trace := queue.Headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "vendor=x", "": "empty key"}
@@ -425,7 +425,7 @@ func testQueueHeaders(t *testing.T, b Backend) {
 // it closed, counts its messages right without walking them (the stored
 // count), and a straggler leased and never acked at the head comes back
 // first.
-func testQueueReopenCounts(t *testing.T, b Backend) {
+func testQueueReopenCounts(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}

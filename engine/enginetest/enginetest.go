@@ -26,15 +26,28 @@ import (
 	"github.com/tipkv/tipkv/engine"
 )
 
-// Harness is how the suite reaches an engine.
+// Harness is how a suite reaches an engine. The same harness runs this
+// package's suite (the contract, store by store) and package tipkvtest's
+// (tipkv's documents, feeds and queues on DBs made with tipkv.OpenEngine
+// on the harness's stores).
 type Harness struct {
+	// Name names the engine in test output and DB names.
+	Name string
+
 	// Open returns a new, empty store (a fresh namespace on a shared
-	// engine). The suite closes it, or lets the harness clean it up.
+	// engine). The suite closes it (or the DB made on it does), or lets
+	// the harness clean it up when the test ends.
 	Open func(t testing.TB) engine.Store
 
-	// Second, if set, returns another handle on the keys of s, as another
-	// process would open them. Required for shared engines.
+	// Second, if set, returns another handle on the keys of s, with memory
+	// of its own, as another process would open them. Required for shared
+	// engines; nil for an exclusive one.
 	Second func(t testing.TB, s engine.Store) engine.Store
+
+	// Reopen, if set, returns a new handle on the keys of s after s was
+	// closed, as a process that restarted would open them. Nil for an
+	// engine that forgets its keys at Close (one in memory).
+	Reopen func(t testing.TB, s engine.Store) engine.Store
 
 	// Scale divides the sizes of the heavier tests, for slow engines. The
 	// default (0) is 1.

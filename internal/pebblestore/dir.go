@@ -32,6 +32,9 @@ type Marker struct {
 	Creating bool // the store was never finished (or is new)
 }
 
+// Dir returns the directory the store was opened in.
+func (s *Store) Dir() string { return s.dir }
+
 // Marker returns what the directory's marker file said at Open.
 func (s *Store) Marker() Marker { return s.marker }
 

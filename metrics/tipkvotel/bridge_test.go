@@ -2,40 +2,17 @@ package tipkvotel_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/sharedstore"
-	tipkvtest "github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/metrics/internal/fixture"
 	"github.com/tipkv/tipkv/metrics/tipkvotel"
+	"github.com/tipkv/tipkv/tipkvtest"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
-
-func write(t *testing.T, db *tipkv.DB, n int) {
-	t.Helper()
-	for i := range n {
-		require.NoError(t, link.Write(db, func(tx *link.Tx) error {
-			return tx.Batch.Set([]byte(fmt.Sprintf("\x01key-%05d", i)), []byte("value"))
-		}))
-	}
-}
-
-func queues(t *testing.T, db *tipkv.DB) {
-	ln, err := link.Of(db)
-	require.NoError(t, err)
-	reg := &ln.Services
-	link.MetersOf[tipkv.Metrics](reg).Set("test", func(mm *tipkv.Metrics) {
-		mm.Queues = append(mm.Queues,
-			tipkv.QueueMetrics{Name: "jobs", Depth: 7, Acks: 40},
-			tipkv.QueueMetrics{Name: "emails", Depth: 1})
-		mm.Streams = append(mm.Streams, tipkv.StreamMetrics{Name: "audit", Appends: 5})
-	})
-}
 
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
 	t.Helper()
@@ -77,10 +54,10 @@ func points(t *testing.T, m metricdata.Metrics, key string, want attribute.KeyVa
 }
 
 func TestBridge(t *testing.T) {
-	db, _ := tipkvtest.OpenDir(t, nil)
-	write(t, db, 100)
+	db := fixture.Open(t)
+	fixture.Write(t, db, 100)
 	require.NoError(t, db.Flush())
-	queues(t, db)
+	fixture.Queues(t, db)
 
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -94,10 +71,10 @@ func TestBridge(t *testing.T) {
 	require.Greater(t, points(t, got["tipkv.disk.usage"], "", store)[""], 0.0)
 	require.Equal(t, "By", got["tipkv.disk.usage"].Unit)
 	require.Len(t, points(t, got["tipkv.lsm.tables"], "level", store), 7)
-	require.Equal(t, map[string]float64{"jobs": 7, "emails": 1}, points(t, got["tipkv.queue.depth"], "queue", store))
+	require.Equal(t, map[string]float64{"jobs": 9, "emails": 1}, points(t, got["tipkv.queue.depth"], "queue", store))
 	require.Equal(t, map[string]float64{"jobs": 40, "emails": 0}, points(t, got["tipkv.queue.acks"], "queue", store))
-	require.Equal(t, map[string]float64{"audit": 5}, points(t, got["tipkv.stream.appends"], "stream", store))
-	require.NotContains(t, got, "tipkv.collection.writes", "no collection reported: no points")
+	require.Equal(t, map[string]float64{"users": 100}, points(t, got["tipkv.collection.writes"], "collection", store))
+	require.NotContains(t, got, "tipkv.stream.appends", "no stream reported: no points")
 
 	// Unregistered: nothing is observed any more, and closing the DB is
 	// safe.
@@ -107,7 +84,7 @@ func TestBridge(t *testing.T) {
 }
 
 func TestBridgeClosedDB(t *testing.T) {
-	db, _ := tipkvtest.OpenDir(t, nil)
+	db := fixture.Open(t)
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer provider.Shutdown(context.Background())
@@ -120,8 +97,8 @@ func TestBridgeClosedDB(t *testing.T) {
 
 // A shared engine has no engine figures: only the packages' sections.
 func TestBridgeWithoutEngineFigures(t *testing.T) {
-	db := tipkvtest.OpenShared(t, 1, sharedstore.Options{}, nil)[0]
-	queues(t, db)
+	db := tipkvtest.OpenShared(t, 1, nil)[0]
+	fixture.Queues(t, db)
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer provider.Shutdown(context.Background())

@@ -1,7 +1,6 @@
 package tipkvprom_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -10,33 +9,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/internal/link"
-	"github.com/tipkv/tipkv/internal/sharedstore"
-	tipkvtest "github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/metrics/internal/fixture"
 	"github.com/tipkv/tipkv/metrics/tipkvprom"
+	"github.com/tipkv/tipkv/tipkvtest"
 )
-
-func write(t *testing.T, db *tipkv.DB, n int) {
-	t.Helper()
-	for i := range n {
-		require.NoError(t, link.Write(db, func(tx *link.Tx) error {
-			return tx.Batch.Set([]byte(fmt.Sprintf("\x01key-%05d", i)), []byte("value"))
-		}))
-	}
-}
-
-// queues makes the DB report two queues, as the queue package does.
-func queues(t *testing.T, db *tipkv.DB) {
-	ln, err := link.Of(db)
-	require.NoError(t, err)
-	reg := &ln.Services
-	link.MetersOf[tipkv.Metrics](reg).Set("test", func(mm *tipkv.Metrics) {
-		mm.Queues = append(mm.Queues,
-			tipkv.QueueMetrics{Name: "jobs", Depth: 7, Leased: 2, Acks: 40},
-			tipkv.QueueMetrics{Name: "emails", Depth: 1, DeadLetters: 3})
-		mm.Collections = append(mm.Collections, tipkv.CollectionMetrics{Name: "users", Writes: 12})
-	})
-}
 
 func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
@@ -59,10 +35,10 @@ func gauge(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 }
 
 func TestCollector(t *testing.T) {
-	db, _ := tipkvtest.OpenDir(t, nil)
-	write(t, db, 100)
+	db := fixture.Open(t)
+	fixture.Write(t, db, 100)
 	require.NoError(t, db.Flush())
-	queues(t, db)
+	fixture.Queues(t, db)
 
 	// A pedantic registry checks that what Collect sends matches Describe.
 	reg := prometheus.NewPedanticRegistry()
@@ -75,7 +51,7 @@ func TestCollector(t *testing.T) {
 # HELP tipkv_queue_depth Messages in a queue: ready, leased and delayed (dead letters apart).
 # TYPE tipkv_queue_depth gauge
 tipkv_queue_depth{queue="emails"} 1
-tipkv_queue_depth{queue="jobs"} 7
+tipkv_queue_depth{queue="jobs"} 9
 # HELP tipkv_queue_acks_total Messages acknowledged.
 # TYPE tipkv_queue_acks_total counter
 tipkv_queue_acks_total{queue="emails"} 0
@@ -86,7 +62,7 @@ tipkv_queue_dead_letters{queue="emails"} 3
 tipkv_queue_dead_letters{queue="jobs"} 0
 # HELP tipkv_collection_writes_total Versions written to a collection (puts and delete markers).
 # TYPE tipkv_collection_writes_total counter
-tipkv_collection_writes_total{collection="users"} 12
+tipkv_collection_writes_total{collection="users"} 100
 `), "tipkv_queue_depth", "tipkv_queue_acks_total", "tipkv_queue_dead_letters", "tipkv_collection_writes_total"))
 
 	// One series per level.
@@ -101,8 +77,8 @@ tipkv_collection_writes_total{collection="users"} 12
 
 // The metric names and help follow Prometheus' conventions.
 func TestCollectorLint(t *testing.T) {
-	db, _ := tipkvtest.OpenDir(t, nil)
-	queues(t, db)
+	db := fixture.Open(t)
+	fixture.Queues(t, db)
 	problems, err := testutil.CollectAndLint(tipkvprom.NewCollector(db))
 	require.NoError(t, err)
 	require.Empty(t, problems)
@@ -112,7 +88,7 @@ func TestCollectorLint(t *testing.T) {
 func TestCollectorPerStore(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	for _, name := range []string{"orders", "events"} {
-		db, _ := tipkvtest.OpenDir(t, nil)
+		db := fixture.Open(t)
 		prometheus.WrapRegistererWith(prometheus.Labels{"store": name}, reg).MustRegister(tipkvprom.NewCollector(db))
 	}
 	n, err := testutil.GatherAndCount(reg, "tipkv_disk_usage_bytes")
@@ -121,7 +97,7 @@ func TestCollectorPerStore(t *testing.T) {
 }
 
 func TestCollectorClosedDB(t *testing.T) {
-	db, _ := tipkvtest.OpenDir(t, nil)
+	db := fixture.Open(t)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(tipkvprom.NewCollector(db)))
 	require.NoError(t, db.Close())
@@ -131,8 +107,8 @@ func TestCollectorClosedDB(t *testing.T) {
 
 // A shared engine has no engine figures: only the packages' sections.
 func TestCollectorWithoutEngineFigures(t *testing.T) {
-	db := tipkvtest.OpenShared(t, 1, sharedstore.Options{}, nil)[0]
-	queues(t, db)
+	db := tipkvtest.OpenShared(t, 1, nil)[0]
+	fixture.Queues(t, db)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(tipkvprom.NewCollector(db)))
 	n, err := testutil.GatherAndCount(reg, "tipkv_queue_depth")
