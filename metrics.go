@@ -108,6 +108,11 @@ type StorageMetrics struct {
 	BackgroundErrors int64
 	Errors           int64
 	Corruptions      int64
+	// CompactionsStopped is set once a compaction met a corrupt table: the
+	// engine runs no compaction until the DB is reopened (Compact returns
+	// the error, and writes are refused before L0 fills). Restore the store
+	// from a backup.
+	CompactionsStopped bool
 	// ObsoleteTableBytes are tables no longer needed and not deleted yet
 	// (an open iterator or snapshot, or a checkpoint in progress, holds
 	// them).
@@ -286,6 +291,7 @@ func storageMetrics(e storage.EngineMetrics) StorageMetrics {
 		BackgroundErrors:   e.BackgroundErrors,
 		Errors:             e.Errors,
 		Corruptions:        e.Corruptions,
+		CompactionsStopped: e.CompactionsStopped,
 		ObsoleteTableBytes: e.ObsoleteTableBytes,
 		OpenSnapshots:      e.OpenSnapshots,
 		TableIterators:     e.TableIterators,

@@ -87,6 +87,8 @@ func TestStorageMetricsMirrorsTheEngine(t *testing.T) {
 			f.SetInt(int64(i + 1))
 		case reflect.Uint64:
 			f.SetUint(uint64(i + 1))
+		case reflect.Bool:
+			f.SetBool(true)
 		case reflect.Slice:
 			f.Set(reflect.ValueOf([]storage.LevelMetrics{{Level: 1, Sublevels: 2, Tables: 3, Bytes: 4, Score: 5}}))
 		default:

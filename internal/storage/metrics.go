@@ -64,6 +64,7 @@ type EngineMetrics struct {
 	BackgroundErrors   int64         // flushes and compactions that failed (Pebble retries them)
 	Errors             int64         // other errors the engine logged (an obsolete file it could not delete)
 	Corruptions        int64         // files found corrupt
+	CompactionsStopped bool          // a compaction met a corrupt table: none runs until the store is reopened
 	ObsoleteTableBytes uint64        // tables no longer needed, not deleted yet
 
 	// OpenSnapshots are held now: an old snapshot keeps deleted data from

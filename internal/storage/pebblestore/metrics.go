@@ -49,6 +49,7 @@ func (s *Store) engineMetrics(m *pebble.Metrics) storage.EngineMetrics {
 		BackgroundErrors:   s.f.backgroundErr.Load(),
 		Errors:             s.f.logged.Load(),
 		Corruptions:        int64(len(s.f.corruptions())),
+		CompactionsStopped: s.compactions.stoppedBy() != nil,
 		ObsoleteTableBytes: m.Table.ObsoleteSize,
 		OpenSnapshots:      int64(m.Snapshots.Count),
 		TableIterators:     m.TableIters,
