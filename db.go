@@ -318,6 +318,11 @@ func (db *DB) Flush() error {
 
 // Compact compacts the whole store, dropping deleted data and reclaiming
 // disk space. It can take long on a large store.
+//
+// A compaction that meets a damaged table (one that fails its checksums)
+// stops every compaction until the DB is reopened, the background ones
+// too: Compact then returns, at once, an error that matches ErrCorrupt and
+// names the table. Reads and writes go on (README: A damaged table).
 func (db *DB) Compact() error {
 	a, err := db.admin()
 	if err != nil {

@@ -110,6 +110,11 @@ type StorageMetrics struct {
 	BackgroundErrors int64
 	Errors           int64
 	Corruptions      int64
+	// CompactionsStopped is set once a compaction met a corrupt table: the
+	// engine runs no compaction until the DB is reopened (Compact returns
+	// the error, and writes are refused before L0 fills). Restore the store
+	// from a backup.
+	CompactionsStopped bool
 	// ObsoleteTableBytes are tables no longer needed and not deleted yet
 	// (an open iterator or snapshot, or a checkpoint in progress, holds
 	// them).

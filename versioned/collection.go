@@ -477,7 +477,7 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 // Delete unless the document must be gone entirely. A missing document
 // drops nothing. w is the DB or a Batch, as for Put.
 func (c *Collection[T]) Purge(w tipkv.Writer, id string) (int64, error) {
-	return c.prune(w, id, func(latest int64) int64 { return latest })
+	return c.prune(w, id, func(_ *link.Tx, _ []byte, latest int64) (int64, error) { return latest, nil })
 }
 
 // Prune drops the versions of the document id older than its keepNewest
@@ -493,7 +493,9 @@ func (c *Collection[T]) Prune(w tipkv.Writer, id string, keepNewest int) (int64,
 	if keepNewest < 1 {
 		return 0, fmt.Errorf("%w: %s: Prune must keep at least 1 version, not %d (Purge drops them all)", tipkv.ErrInvalid, c.where(id), keepNewest)
 	}
-	return c.prune(w, id, func(latest int64) int64 { return latest - int64(keepNewest) })
+	return c.prune(w, id, func(_ *link.Tx, _ []byte, latest int64) (int64, error) {
+		return latest - int64(keepNewest), nil
+	})
 }
 
 // PruneBefore drops the versions of the document id below v: [1, v). It
@@ -503,12 +505,19 @@ func (c *Collection[T]) PruneBefore(w tipkv.Writer, id string, v int64) (int64, 
 	if v < 1 {
 		return 0, fmt.Errorf("%w: %s: PruneBefore version %d", tipkv.ErrInvalid, c.where(id), v)
 	}
-	return c.prune(w, id, func(latest int64) int64 { return min(v, latest) - 1 })
+	return c.prune(w, id, func(_ *link.Tx, _ []byte, latest int64) (int64, error) {
+		return min(v, latest) - 1, nil
+	})
 }
+
+// cutFunc returns the newest version a drop removes, given the document's
+// latest version (not 0), its key prefix and the Tx, which holds the
+// document: below 1 for none. An error aborts the Tx.
+type cutFunc func(tx *link.Tx, prefix []byte, latest int64) (int64, error)
 
 // prune drops the versions <= cut(latest): with point deletes or one range
 // delete (see dropVersions), starting where the last drop ended.
-func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) int64) (int64, error) {
+func (c *Collection[T]) prune(w tipkv.Writer, id string, cut cutFunc) (int64, error) {
 	if err := checkID(c.name, id); err != nil {
 		return 0, err
 	}
@@ -531,8 +540,14 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut func(latest int64) 
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
-		to := cut(latest)
-		if latest == 0 || to < 1 {
+		if latest == 0 {
+			return nil
+		}
+		to, err := cut(tx, prefix, latest)
+		if err != nil {
+			return c.failed(tx, id, err)
+		}
+		if to < 1 {
 			return nil
 		}
 		c.w.dropping(prefix, to >= latest) // for Watch: see watch.go

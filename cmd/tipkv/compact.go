@@ -30,7 +30,11 @@ compact opens the store for writing: stop the process that uses the store
 first. It never creates a store: a missing or empty DIR is refused. Pebble
 deletes the files a compaction made obsolete in the background; compact
 waits for that (it closes the store, which waits, and reopens it to
-measure), so the size after is what is on disk when it returns.`,
+measure), so the size after is what is on disk when it returns.
+
+A table that fails its checksums cannot be compacted: compact stops at the
+first compaction that meets it and exits with status 1 and an error that
+names the table. Restore the store from a backup.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
 		return func(c *ctx, args []string) int { return compact(c, args[0]) }
 	},

@@ -28,7 +28,7 @@ func metricsJSON(m tipkv.Metrics) object {
 		{"flushes", s.Flushes}, {"compactions", s.Compactions}, {"compactions_failed", s.CompactionsFailed},
 		{"compaction_seconds", s.CompactionTime.Seconds()},
 		{"write_stalls", s.WriteStalls}, {"write_stall_seconds", s.WriteStallTime.Seconds()},
-		{"disk_slow", s.DiskSlow}, {"background_errors", s.BackgroundErrors}, {"errors", s.Errors}, {"corruptions", s.Corruptions},
+		{"disk_slow", s.DiskSlow}, {"background_errors", s.BackgroundErrors}, {"errors", s.Errors}, {"corruptions", s.Corruptions}, {"compactions_stopped", s.CompactionsStopped},
 		{"obsolete_table_bytes", s.ObsoleteTableBytes},
 		{"open_snapshots", s.OpenSnapshots}, {"table_iterators", s.TableIterators},
 		{"uptime_seconds", s.Uptime.Seconds()},

@@ -68,8 +68,10 @@ func isLockError(err error) bool {
 
 // prepareDir checks that dir is empty, missing or a tipkv store of a format
 // this version reads, and marks a new store as being created. A store whose
-// marker says it was created but whose Pebble manifest is gone lost its
-// files: it is refused before Pebble can start an empty store in its place.
+// marker says it was created but whose Pebble manifest, or one of Pebble's
+// marker files, is gone lost its files: it is refused before Pebble can
+// start an empty store in its place (which it does without the manifest
+// marker, deleting every table as obsolete).
 func prepareDir(fs vfs.FS, dir string, format int, readOnly bool) (Marker, error) {
 	names, err := fs.List(dir)
 	if err != nil && !os.IsNotExist(err) {
@@ -97,23 +99,40 @@ func prepareDir(fs vfs.FS, dir string, format int, readOnly bool) (Marker, error
 	if v > format {
 		return Marker{}, fmt.Errorf("%w: the store is of format %d; this tipkv reads format %d and older", engine.ErrFormat, v, format)
 	}
-	if !creating && !hasManifest(names) {
+	if !creating && !hasPrefix(names, "MANIFEST-") {
 		return Marker{}, fmt.Errorf("%w: the store has lost its files: its %s file says a store was created here, but Pebble's manifest is gone (restore it from a backup)", codec.ErrCorrupt, MarkerFile)
 	}
-	if err := checkManifest(fs, dir); err != nil {
+	if !creating {
+		for _, m := range pebbleMarkers {
+			if !hasPrefix(names, "marker."+m.name+".") {
+				return Marker{}, fmt.Errorf("%w: the store has lost a file: its %s file says a store was created here, but Pebble's marker.%s.* file, %s, is gone (restore it from a backup)", codec.ErrCorrupt, MarkerFile, m.name, m.what)
+			}
+		}
+	}
+	if err := checkManifest(fs, dir, !creating); err != nil {
 		return Marker{}, err
 	}
 	return Marker{Exists: true, Format: v, Creating: creating}, nil
 }
 
-// checkManifest checks the current manifest chunk by chunk. Pebble's own
+// pebbleMarkers are the marker files Pebble keeps in a store it created
+// (its atomicfs markers: an empty file whose name holds the value). Pebble
+// reads both at Open; without the manifest marker it takes the directory
+// for a new store.
+var pebbleMarkers = []struct{ name, what string }{
+	{"format-version", "which records Pebble's format version"},
+	{"manifest", "which names Pebble's current manifest"},
+}
+
+// checkManifest checks the current manifest chunk by chunk: in a created
+// store, the one the manifest marker names must be there. Pebble's own
 // replay stops at the first bad record as if the file ended there, which is
 // right for a torn tail (a crash during the last write) but silently forgets
 // every table recorded after a flipped byte in the middle, and Pebble then
 // deletes those tables as obsolete. Its record reader does not tell the
 // two apart for manifests, so this does: a bad chunk followed anywhere
 // later in the file by a chunk whose checksum holds is damage, not a tear.
-func checkManifest(fs vfs.FS, dir string) error {
+func checkManifest(fs vfs.FS, dir string, created bool) error {
 	m, name, err := atomicfs.LocateMarker(fs, dir, "manifest")
 	if err != nil {
 		return nil // not a store Pebble finished creating: Pebble decides
@@ -123,6 +142,9 @@ func checkManifest(fs vfs.FS, dir string) error {
 		return nil
 	}
 	f, err := fs.Open(fs.PathJoin(dir, name))
+	if created && errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: the store has lost its current manifest: Pebble's manifest marker names %s, which is gone (restore it from a backup)", codec.ErrCorrupt, name)
+	}
 	if err != nil {
 		return nil // Pebble reports it
 	}
@@ -203,9 +225,10 @@ func allZero(b []byte) bool {
 	return true
 }
 
-func hasManifest(names []string) bool {
+// hasPrefix reports whether a name in names begins with prefix.
+func hasPrefix(names []string, prefix string) bool {
 	for _, n := range names {
-		if strings.HasPrefix(n, "MANIFEST-") {
+		if strings.HasPrefix(n, prefix) {
 			return true
 		}
 	}

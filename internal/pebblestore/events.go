@@ -23,12 +23,16 @@ const (
 	EventError         = "error"            // an error Pebble logged (an obsolete file it could not delete, say)
 )
 
+// EventCompactionsStopped: a compaction met a corrupt table, and the store
+// runs none until it is reopened (Error names the table; see compactions).
+const EventCompactionsStopped = "compactions-stopped"
+
 // Level is the level the event is logged at: Debug for routine work
 // (flushes and compactions), Info when writes resume, Warn for what slows
 // writes down or warns of trouble (stalls, a slow or nearly full disk, a
 // flush or compaction that failed and will be retried), Error for what
-// loses or refuses data (background errors, refused writes, corruption, a
-// fatal error).
+// loses or refuses data (background errors, refused writes, corruption,
+// compactions stopped by it, a fatal error).
 func (e Event) Level() slog.Level {
 	switch e.Kind {
 	case EventFlush, EventCompaction:
@@ -58,6 +62,8 @@ var messages = map[string]string{
 	EventCorruption:    "tipkv: corruption",
 	EventFatal:         "tipkv: the store failed",
 	EventError:         "tipkv: pebble error",
+
+	EventCompactionsStopped: "tipkv: compactions stopped: a compaction met a corrupt table",
 }
 
 // log writes e to l: its message, then the attributes event (the kind),

@@ -25,6 +25,13 @@ import (
 //     to the read that met it. The store records the file and makes the
 //     error match codec.ErrCorrupt, naming the file; the rest of the store
 //     stays usable.
+//   - A compaction that meets corruption. Pebble would pick it again at
+//     once and for ever (see compactions), so the store stops compactions
+//     until it is reopened: EventCompactionsStopped, logged once at Error
+//     with the file; a Compact in progress or later returns the error. Reads
+//     and writes go on, but L0 deepens with every flush, and Pebble stops
+//     writes for good once it is full: the store refuses writes and
+//     flushes, with that error, before it is (see l0Watch).
 //   - Fatal errors. Pebble calls its logger's Fatalf where it cannot go on
 //     (a commit whose WAL write failed, a manifest it cannot write); the
 //     default exits the process. The store records the error and fails:
@@ -50,13 +57,15 @@ type faults struct {
 
 	failed atomic.Bool
 	halted atomic.Bool // writes stopped while a background error stands
+	l0     l0Watch     // how deep L0 is once compactions stop
 
 	mu       sync.Mutex
 	fatal    error
-	bgErr    error // the last background error; cleared by a successful flush
-	stopped  bool  // Pebble has stopped writes (a write stall)
-	corrupts []error
-	paths    map[string]bool
+	bgErr    error           // the last background error; cleared by a successful flush
+	stopped  bool            // Pebble has stopped writes (a write stall)
+	corrupts []error         // one per file found corrupt
+	paths    map[string]bool // the files found corrupt
+	found    []string        // the same, in the order found
 }
 
 func (f *faults) init(s *Store, events func(Event), logger *slog.Logger) {
@@ -108,9 +117,14 @@ func (f *faults) background() error {
 // updateHalted recomputes whether writes are refused; f.mu is held. It
 // returns the event to emit (after unlocking) when that changed.
 func (f *faults) updateHalted() *Event {
-	h := f.stopped && f.bgErr != nil
+	stuck := f.s.compactions.stoppedBy()
+	h := f.stopped && (f.bgErr != nil || stuck != nil)
 	if f.halted.Swap(h) == h {
 		return nil
+	}
+	if h && f.bgErr == nil {
+		f.s.gate.signal()
+		return &Event{Kind: EventWritesRefused, Error: stuck, Info: "Pebble stopped writes until compactions drain L0, and compactions are stopped: new writes are refused until the store is reopened"}
 	}
 	if h {
 		f.s.gate.signal()
@@ -131,7 +145,13 @@ func (f *faults) writable() error {
 	if err := f.failure(); err != nil {
 		return err
 	}
+	if f.l0.full.Load() {
+		return f.l0Error()
+	}
 	if f.halted.Load() {
+		if stuck := f.s.compactions.stoppedBy(); stuck != nil && f.background() == nil {
+			return fmt.Errorf("tipkv: writes refused: Pebble has stopped writes until compactions drain L0, and compactions are stopped: %w", stuck)
+		}
 		return fmt.Errorf("tipkv: writes refused: the disk fails in the background and Pebble has stopped writes (free space, then retry): %w", f.background())
 	}
 	return nil
@@ -143,16 +163,18 @@ func (f *faults) wrap(err error) error {
 	if err == nil || !pebble.IsCorruptionError(err) || errors.Is(err, codec.ErrCorrupt) {
 		return err
 	}
-	f.mu.Lock()
-	var files []string
-	for p := range f.paths {
-		files = append(files, p)
-	}
-	f.mu.Unlock()
+	files := f.files()
 	if len(files) == 0 {
 		return fmt.Errorf("%w: %w", codec.ErrCorrupt, err)
 	}
 	return fmt.Errorf("%w: %w (corrupt file: %s)", codec.ErrCorrupt, err, strings.Join(files, ", "))
+}
+
+// files returns the files found corrupt, in the order they were found.
+func (f *faults) files() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.found...)
 }
 
 func (f *faults) corruptions() []error {
@@ -172,6 +194,7 @@ func (f *faults) listener() *pebble.EventListener {
 			}
 			if !f.paths[info.Path] {
 				f.paths[info.Path] = true
+				f.found = append(f.found, info.Path)
 				f.corrupts = append(f.corrupts, err)
 			}
 			f.mu.Unlock()
@@ -186,6 +209,12 @@ func (f *faults) listener() *pebble.EventListener {
 			f.emitIf(e)
 		},
 		FlushEnd: func(info pebble.FlushInfo) {
+			if info.Err == nil {
+				f.l0.flushes.Add(1)
+				if f.s.compactions.stoppedBy() != nil {
+					f.checkL0()
+				}
+			}
 			var e *Event
 			if info.Err == nil {
 				f.mu.Lock()
@@ -198,6 +227,9 @@ func (f *faults) listener() *pebble.EventListener {
 		},
 		CompactionEnd: func(info pebble.CompactionInfo) {
 			f.emit(Event{Kind: EventCompaction, Error: info.Err, Info: info.String()})
+			if info.Err != nil && pebble.IsCorruptionError(info.Err) {
+				f.stopCompactions(info.Err)
+			}
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			f.mu.Lock()

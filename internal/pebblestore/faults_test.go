@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -59,7 +60,23 @@ func errReport(event string, key int, err error) report {
 // corruption handler and fatal logger exit with 1, an escaped panic with 2.
 func runChild(t *testing.T, role, dir string) []report {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return runChildDeadline(t, role, dir, 0)
+}
+
+// runChildDeadline is runChild, except that a child still running after d
+// (if d > 0) is sent SIGQUIT, which makes it print its goroutines on
+// stderr and exit, and fails the test.
+func runChildDeadline(t *testing.T, role, dir string, d time.Duration) []report {
+	t.Helper()
+	ctx := context.Background()
+	if d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Env = append(os.Environ(), childEnv+"="+role, "TIPKV_DIR="+dir)
 	// A child must not outlive a test that fails or times out: one left on
 	// a full disk spins in Pebble's flush retries.
@@ -75,6 +92,7 @@ func runChild(t *testing.T, role, dir string) []report {
 			rs = append(rs, r)
 		}
 	}
+	require.NoError(t, ctx.Err(), "child %s still ran after %v: it hangs\nstdout:\n%s\nstderr:\n%s", role, d, out, stderr.String())
 	require.NoError(t, err, "child %s must exit cleanly, never exit the process or panic\nstdout:\n%s\nstderr:\n%s", role, out, stderr.String())
 	require.NotEmpty(t, rs, "the child reported nothing:\n%s", stderr.String())
 	return rs
@@ -107,6 +125,8 @@ func child(role, dir string) int {
 		}
 		emit(report{Event: "done"})
 		return 0
+	case "compact-corrupt", "compact-corrupt-fill":
+		return compactChild(dir, role == "compact-corrupt-fill")
 	case "full-disk-wal", "full-disk-flush":
 		return fullDiskChild(role, dir)
 	}
@@ -219,9 +239,6 @@ func TestCorruptFooterAndManifest(t *testing.T) {
 				at = func(int) int { return 4 << 10 } // in the first block
 			}
 			flip(t, path, at)
-			if kind == "manifest" {
-				exec.Command("cp", "-r", dir, "/tmp/keepmanifest").Run()
-			}
 			rs := runChild(t, "read-all", dir)
 			corrupt := 0
 			for _, r := range rs {

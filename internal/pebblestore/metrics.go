@@ -59,6 +59,7 @@ type Figures[L Level] struct {
 	BackgroundErrors   int64
 	Errors             int64
 	Corruptions        int64
+	CompactionsStopped bool
 	ObsoleteTableBytes uint64
 
 	OpenSnapshots  int64
@@ -108,6 +109,7 @@ func figures[L Level](s *Store, m *pebble.Metrics) Figures[L] {
 		BackgroundErrors:   s.f.backgroundErr.Load(),
 		Errors:             s.f.logged.Load(),
 		Corruptions:        int64(len(s.f.corruptions())),
+		CompactionsStopped: s.compactions.stoppedBy() != nil,
 		ObsoleteTableBytes: m.Table.ObsoleteSize,
 		OpenSnapshots:      int64(m.Snapshots.Count),
 		TableIterators:     m.TableIters,

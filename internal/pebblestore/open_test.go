@@ -105,3 +105,67 @@ func TestCreatingMarker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "tipkv store format 2\n", string(b))
 }
+
+// createdStore writes two tables into a new store marked created, and
+// returns its directory.
+func createdStore(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeTables(t, dir)
+	s, err := pebblestore.Open(dir, pebblestore.Config{CacheSize: 1 << 20})
+	require.NoError(t, err)
+	require.NoError(t, s.Created())
+	require.NoError(t, s.Close())
+	return dir
+}
+
+// A created store that lost one of Pebble's marker files is refused with
+// ErrCorrupt naming what is missing, and left as it was. Without its
+// format-version marker Pebble refused it as "not pristine"; without its
+// manifest marker Pebble started an empty store in its place and deleted
+// every table as obsolete. A marker naming a manifest that is gone, while
+// an older manifest is left, is refused the same way (Pebble said only
+// that it could not open the file).
+func TestLostPebbleMarker(t *testing.T) {
+	for _, c := range []struct {
+		name, glob, says string
+	}{
+		{"format-version", "marker.format-version.*", "marker.format-version"},
+		{"manifest", "marker.manifest.*", "marker.manifest"},
+		{"current manifest", "", "MANIFEST-"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := createdStore(t)
+			glob := c.glob
+			if glob == "" {
+				// The manifest the marker names; an older one stays.
+				ms, err := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, len(ms), 2, "Pebble leaves the first manifest after it rotates")
+				glob = filepath.Base(ms[len(ms)-1])
+			}
+			ms, err := filepath.Glob(filepath.Join(dir, glob))
+			require.NoError(t, err)
+			require.Len(t, ms, 1)
+			require.NoError(t, os.Remove(ms[0]))
+			before := listDir(t, dir)
+
+			_, err = pebblestore.Open(dir, pebblestore.Config{CacheSize: 1 << 20})
+			require.ErrorIs(t, err, codec.ErrCorrupt)
+			require.Contains(t, err.Error(), c.says)
+			require.Contains(t, err.Error(), "restore it from a backup")
+			require.Equal(t, before, listDir(t, dir), "nothing changed: the tables are kept")
+		})
+	}
+}
+
+func listDir(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}

@@ -98,9 +98,10 @@ func Options(cfg Config, cache *pebble.Cache) *pebble.Options {
 
 // Store is a engine.Store on Pebble.
 type Store struct {
-	db   *pebble.DB
-	gate gate
-	f    faults
+	db          *pebble.DB
+	gate        gate
+	f           faults
+	compactions compactions // Pebble's compaction scheduler
 
 	fs       vfs.FS
 	dir      string
@@ -108,7 +109,8 @@ type Store struct {
 	marker   Marker
 	inMemory bool
 	readOnly bool
-	health   io.Closer // the disk health checks, closed after Pebble; nil if off
+	health   io.Closer     // the disk health checks, closed after Pebble; nil if off
+	opened   chan struct{} // closed when Open has set db (or failed)
 
 	// commitMu orders conditional batches against every other batch: a
 	// batch with conditions holds it exclusively from the check to the
@@ -150,10 +152,16 @@ func Open(dir string, cfg Config) (s *Store, err error) {
 	defer cache.Unref()
 	opts := Options(cfg, cache)
 	s = &Store{fs: cfg.FS, dir: dir, format: cfg.FormatVersion, marker: m, inMemory: cfg.InMemory, readOnly: cfg.ReadOnly}
+	s.opened = make(chan struct{})
+	defer close(s.opened)
 	s.gate.init()
 	s.f.init(s, cfg.Events, cfg.Logger)
+	s.compactions.init()
+	opts.EnsureDefaults()
+	s.f.l0.stop = opts.L0StopWritesThreshold
 	opts.Logger = &s.f
 	opts.EventListener = s.f.listener()
+	opts.Experimental.CompactionScheduler = &s.compactions
 	// Pebble times disk operations only through a wrapping file system
 	// (its WithFSDefaults): without it the DiskSlow event never fires.
 	if cfg.DiskSlowThreshold == 0 {
@@ -180,6 +188,7 @@ func Open(dir string, cfg Config) (s *Store, err error) {
 	defer s.f.recoverFatal(&err)
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
+		s.compactions.abandon()
 		if isLockError(err) {
 			return nil, fmt.Errorf("%w: the store is already open, in another process or this one (%v)", engine.ErrLocked, err)
 		}
@@ -302,18 +311,41 @@ func (s *Store) Flush() (err error) {
 		return err
 	}
 	defer s.exit()
+	if s.f.l0.full.Load() {
+		return s.f.l0Error()
+	}
 	defer s.f.recoverFatal(&err)
 	return s.f.wrap(s.db.Flush())
 }
 
-// Compact implements engine.Admin.
+// Compact implements engine.Admin. Once a compaction has met a corrupt
+// table the store runs no compaction (see compactions): Compact then
+// returns that error, matching codec.ErrCorrupt and naming the table, at
+// once or as soon as a compaction in progress meets it, never waits for
+// compactions that will not run.
 func (s *Store) Compact(lo, hi []byte) (err error) {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.exit()
 	defer s.f.recoverFatal(&err)
-	return s.f.wrap(s.db.Compact(context.Background(), lo, hi, true))
+	if err := s.compactions.stoppedBy(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.compactions.stopped:
+			cancel() // Pebble drops the manual compactions not started
+		case <-ctx.Done():
+		}
+	}()
+	err = s.db.Compact(ctx, lo, hi, true)
+	if stop := s.compactions.stoppedBy(); stop != nil {
+		return stop
+	}
+	return s.f.wrap(err)
 }
 
 // DiskUsage implements engine.Admin.
