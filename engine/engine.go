@@ -229,7 +229,7 @@ type Iter interface {
 // values, a condition's bytes): the caller may reuse its buffers as soon as
 // a call returns. The packages above recycle buffers on their hot paths,
 // so an engine that kept the caller's slices would send whatever the next
-// write put there (storetest's BatchCopies checks it).
+// write put there (enginetest's BatchCopies checks it).
 //
 // Writes apply in the order they were added: a later write to a key wins,
 // a Set after a DeleteRange over its key survives. Conditions are checked

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// batch is a engine.Batch sent as one etcd txn: its conditions are the
+// batch is an engine.Batch sent as one etcd txn: its conditions are the
 // txn's compares, its writes (normalised, see normalize) the txn's success
 // ops, and the txn has no failure ops. etcd applies a txn atomically at one
 // revision, so the writes of a batch become visible together, to every

@@ -11,7 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// iter is a engine.Iter that reads etcd in pages, all at one revision.
+// iter is an engine.Iter that reads etcd in pages, all at one revision.
 //
 // Every seek (SeekGE, SeekPrefixGE, First, NextPrefix) starts a run: a
 // first page of one key, then pages of 2, 4, ... up to Config.PageSize as

@@ -137,7 +137,7 @@ func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, erro
 	return db, nil
 }
 
-// Store is a engine.Store on an etcd v3 cluster. It is safe for concurrent
+// Store is an engine.Store on an etcd v3 cluster. It is safe for concurrent
 // use, and several Stores, in this process or others, may share one
 // namespace: that is what it is for.
 type Store struct {

@@ -22,7 +22,7 @@ type op struct {
 	end  []byte // DeleteRange only
 }
 
-// batch is a engine.Batch. It buffers writes and conditions, copies of
+// batch is an engine.Batch. It buffers writes and conditions, copies of
 // the caller's bytes, and sends them at Apply as one transaction in one
 // round trip (see plan).
 type batch struct {

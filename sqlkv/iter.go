@@ -21,7 +21,7 @@ const (
 	maxPage   = 1024
 )
 
-// iter is a engine.Iter over [lo, hi), paged with tight bounds:
+// iter is an engine.Iter over [lo, hi), paged with tight bounds:
 //
 //	SELECT k, v FROM t WHERE k >= $from AND k < $upper ORDER BY k LIMIT n
 //

@@ -35,7 +35,7 @@ func Open(ctx context.Context, cfg Config, opts *tipkv.Options) (*tipkv.DB, erro
 	return db, nil
 }
 
-// Store is a engine.Store on one SQL table (k bytea PRIMARY KEY, v bytea).
+// Store is an engine.Store on one SQL table (k bytea PRIMARY KEY, v bytea).
 // It is safe for concurrent use.
 type Store struct {
 	cfg     Config

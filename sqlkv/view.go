@@ -203,7 +203,7 @@ func (p *pageQuery) run(ctx context.Context, s *Store, c *pgxpool.Conn) error {
 	return p.scan(rows)
 }
 
-// snapshot is a engine.Snapshot on a holder.
+// snapshot is an engine.Snapshot on a holder.
 type snapshot struct {
 	s *Store
 	h *holder

@@ -153,7 +153,7 @@ func TestSmallVersionCache(t *testing.T) {
 // interleaving, a trim once everything is quiet drops every event it
 // should. A trim remembers how low the stream's events go so as not to
 // step over old tombstones; an Append in flight must keep that bound low
-// enough. (internal/conformance runs the same race on every engine with
+// enough. (tipkvtest runs the same race on every engine with
 // the default threshold.)
 func TestTrimsRacingAppendsWithRangeDeletes(t *testing.T) {
 	defer versioned.SetRangeDeleteMin(8)()

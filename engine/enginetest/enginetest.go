@@ -788,7 +788,7 @@ func testWatch(t *testing.T, h Harness) {
 	if !s.Caps().Watch {
 		t.Skip("the engine does not declare Watch")
 	}
-	require.True(t, ok, "Caps.Watch is set but the store is not a engine.Watcher")
+	require.True(t, ok, "Caps.Watch is set but the store is not an engine.Watcher")
 	writer := s
 	if h.Second != nil {
 		writer = h.Second(t, s)

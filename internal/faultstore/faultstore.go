@@ -30,7 +30,7 @@ type Odds struct {
 	UnknownLost float64
 }
 
-// Store is a engine.Store that injects faults into commits.
+// Store is an engine.Store that injects faults into commits.
 type Store struct {
 	engine.Store
 	odds Odds

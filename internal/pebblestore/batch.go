@@ -10,7 +10,7 @@ import (
 	"github.com/tipkv/tipkv/engine"
 )
 
-// batch is a engine.Batch on a Pebble batch. Closed batches are recycled
+// batch is an engine.Batch on a Pebble batch. Closed batches are recycled
 // (Pebble recycles its own): a commit allocates none.
 type batch struct {
 	b     *pebble.Batch

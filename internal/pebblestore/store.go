@@ -96,7 +96,7 @@ func Options(cfg Config, cache *pebble.Cache) *pebble.Options {
 	return opts
 }
 
-// Store is a engine.Store on Pebble.
+// Store is an engine.Store on Pebble.
 type Store struct {
 	db          *pebble.DB
 	gate        gate
