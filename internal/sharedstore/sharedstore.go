@@ -12,6 +12,7 @@ package sharedstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tipkv/tipkv/engine"
@@ -73,17 +74,13 @@ func (h *Hub) generation() <-chan struct{} {
 type handle struct {
 	h      *Hub
 	mu     sync.Mutex
-	closed bool
+	closed atomic.Bool // set under mu
 	done   chan struct{}
 }
 
 var _ engine.Watcher = (*handle)(nil)
 
-func (x *handle) isClosed() bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.closed
-}
+func (x *handle) isClosed() bool { return x.closed.Load() }
 
 func (x *handle) Get(key []byte) ([]byte, error) {
 	if x.isClosed() {
@@ -96,14 +93,79 @@ func (x *handle) NewIter(lo, hi []byte) (engine.Iter, error) {
 	if x.isClosed() {
 		return nil, engine.ErrClosed
 	}
-	return x.h.s.NewIter(lo, hi)
+	it, err := x.h.s.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return &iter{Iter: it, x: x}, nil
 }
 
 func (x *handle) NewSnapshot() (engine.Snapshot, error) {
 	if x.isClosed() {
 		return nil, engine.ErrClosed
 	}
-	return x.h.s.NewSnapshot()
+	snap, err := x.h.s.NewSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{Snapshot: snap, x: x}, nil
+}
+
+// snapshot is a view read through a handle: it ends when the handle
+// closes, as the contract says of a store's snapshots, although the store
+// under the hub stays open for the other handles.
+type snapshot struct {
+	engine.Snapshot
+	x *handle
+}
+
+func (s *snapshot) Get(key []byte) ([]byte, error) {
+	if s.x.isClosed() {
+		return nil, engine.ErrClosed
+	}
+	return s.Snapshot.Get(key)
+}
+
+func (s *snapshot) NewIter(lo, hi []byte) (engine.Iter, error) {
+	if s.x.isClosed() {
+		return nil, engine.ErrClosed
+	}
+	it, err := s.Snapshot.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	return &iter{Iter: it, x: s.x}, nil
+}
+
+// iter is an iterator opened through a handle: once the handle closes, it
+// stops with ErrClosed at its next step, as the contract says.
+type iter struct {
+	engine.Iter
+	x *handle
+}
+
+func (it *iter) step(moved bool) bool { return moved && !it.x.isClosed() }
+
+func (it *iter) SeekGE(k []byte) bool       { return it.step(it.Iter.SeekGE(k)) }
+func (it *iter) SeekPrefixGE(k []byte) bool { return it.step(it.Iter.SeekPrefixGE(k)) }
+func (it *iter) First() bool                { return it.step(it.Iter.First()) }
+func (it *iter) Last() bool                 { return it.step(it.Iter.Last()) }
+func (it *iter) Next() bool                 { return it.step(it.Iter.Next()) }
+func (it *iter) NextPrefix() bool           { return it.step(it.Iter.NextPrefix()) }
+func (it *iter) Valid() bool                { return it.step(it.Iter.Valid()) }
+
+func (it *iter) Value() ([]byte, error) {
+	if it.x.isClosed() {
+		return nil, engine.ErrClosed
+	}
+	return it.Iter.Value()
+}
+
+func (it *iter) Error() error {
+	if it.x.isClosed() {
+		return engine.ErrClosed
+	}
+	return it.Iter.Error()
 }
 
 func (x *handle) NewBatch() engine.Batch {
@@ -136,7 +198,7 @@ func (x *handle) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, err
 		return nil, engine.ErrInvalid
 	}
 	x.mu.Lock()
-	if x.closed {
+	if x.closed.Load() {
 		x.mu.Unlock()
 		return nil, engine.ErrClosed
 	}
@@ -169,11 +231,11 @@ func (x *handle) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, err
 
 func (x *handle) Close() error {
 	x.mu.Lock()
-	if x.closed {
+	if x.closed.Load() {
 		x.mu.Unlock()
 		return engine.ErrClosed
 	}
-	x.closed = true
+	x.closed.Store(true)
 	if x.done != nil {
 		close(x.done)
 	}

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
@@ -38,7 +37,7 @@ func PebbleMemHarness() enginetest.Harness {
 	return enginetest.Harness{
 		Name: "pebble-mem",
 		Open: func(t testing.TB) engine.Store {
-			s, err := pebblestore.Open("db", pebblestore.Config{FS: vfs.NewMem(), CacheSize: 8 << 20, FormatVersion: tipkv.FormatVersion})
+			s, err := pebblestore.Open("db", pebblestore.Config{InMemory: true, CacheSize: 8 << 20, FormatVersion: tipkv.FormatVersion})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = s.Close() })
 			return s
