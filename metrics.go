@@ -44,8 +44,15 @@ type Metrics struct {
 // StorageMetrics are the storage engine's figures. Counters count since
 // the DB opened; everything else is the state now.
 type StorageMetrics struct {
-	// DiskUsage is the store's size on disk in bytes: tables, write-ahead
-	// log, manifest, and obsolete files not deleted yet.
+	// DiskUsage is the bytes the files in the store's directory take on
+	// disk: the blocks the file system allocated to each, as du reports
+	// them (not du --apparent-size), so that an alert on it sees what
+	// fills the disk. That includes the space Pebble preallocates to the
+	// write-ahead log (110% of the memtable size per log, on Linux, which
+	// the log's length does not show), tables, the manifest, and obsolete
+	// files not deleted yet. A file system that does not report blocks
+	// (memory, Windows) counts the files' lengths. The same as
+	// DB.DiskUsage.
 	DiskUsage uint64
 
 	// The block cache, shared with the memtables (Options.CacheSize): its
@@ -62,9 +69,10 @@ type StorageMetrics struct {
 	FilterMisses int64
 
 	// The memtables (the newest writes, before a flush writes them to a
-	// table) and the write-ahead log: live files, live bytes, bytes of its
-	// files on disk (more with recycled files), and a counter of bytes
-	// written to it.
+	// table) and the write-ahead log: live files, live bytes, the bytes
+	// its files take on disk (counted as DiskUsage counts them: the live
+	// logs, those kept for recycling, and the space preallocated to them),
+	// and a counter of bytes written to it.
 	MemTables       int64
 	MemTableBytes   uint64
 	WALFiles        int64
@@ -223,9 +231,12 @@ type StreamMetrics struct {
 }
 
 // Metrics returns the DB's figures now. It reads no data: on Pebble it
-// takes about 10 microseconds, and a fraction of one more per queue,
-// collection and stream (BenchmarkMetrics), so it can be polled every few
-// seconds. On Pebble, after Close it returns ErrClosed.
+// takes about 10 microseconds, a fraction of one more per queue,
+// collection and stream (BenchmarkMetrics), and a stat of each file in the
+// store's directory for DiskUsage and WALPhysicalSize (about 10
+// microseconds a file on a busy 2-core machine: 0.1-0.5 ms for a store of
+// 10 to 40 files), so it can be polled every few seconds. On Pebble, after
+// Close it returns ErrClosed.
 func (db *DB) Metrics() (Metrics, error) {
 	m := Metrics{Engine: storage.EngineName(db.store)}
 	if mt, ok := db.store.(storage.Meter); ok {

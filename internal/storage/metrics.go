@@ -18,8 +18,10 @@ type Meter interface {
 // all; an engine without an LSM tree leaves its fields zero. Counters
 // count from the moment the store was opened.
 type EngineMetrics struct {
-	// DiskUsage is the store's size on disk in bytes: tables, write-ahead
-	// log, manifest, and obsolete files not yet deleted.
+	// DiskUsage is the bytes the files in the store's directory take on
+	// disk: the blocks allocated to each (what du reports, not du
+	// --apparent-size), so that the write-ahead log's preallocated space
+	// counts. Tables, logs, manifest and obsolete files not yet deleted.
 	DiskUsage uint64
 
 	// Block cache: its size in bytes (shared with the memtables), blocks,
@@ -36,7 +38,7 @@ type EngineMetrics struct {
 	MemTableBytes   uint64
 	WALFiles        int64
 	WALBytes        uint64 // live data in the log
-	WALPhysicalSize uint64 // the log's files on disk (larger with recycling)
+	WALPhysicalSize uint64 // blocks of the log's files on disk: live, recycled, preallocated
 	WALBytesWritten uint64 // counter: bytes written to the log
 
 	// The LSM tree: one entry per level, L0 to L6.

@@ -7,20 +7,25 @@ import (
 
 var _ storage.Meter = (*Store)(nil)
 
-// EngineMetrics implements storage.Meter from Pebble's metrics and the
-// events the store counted. It reads no file: a few microseconds under
-// Pebble's mutex.
+// EngineMetrics implements storage.Meter from Pebble's metrics, the
+// events the store counted and the sizes of the files in the store's
+// directory (DiskUsage and WALPhysicalSize, see usage): a few microseconds
+// under Pebble's mutex, and a stat of each file.
 func (s *Store) EngineMetrics() (storage.EngineMetrics, error) {
-	m, err := s.PebbleMetrics()
+	if err := s.enter(); err != nil {
+		return storage.EngineMetrics{}, err
+	}
+	defer s.exit()
+	u, err := s.usage()
 	if err != nil {
 		return storage.EngineMetrics{}, err
 	}
-	return s.engineMetrics(m), nil
+	return s.engineMetrics(s.db.Metrics(), u), nil
 }
 
-func (s *Store) engineMetrics(m *pebble.Metrics) storage.EngineMetrics {
+func (s *Store) engineMetrics(m *pebble.Metrics, u usage) storage.EngineMetrics {
 	out := storage.EngineMetrics{
-		DiskUsage:          m.DiskSpaceUsage(),
+		DiskUsage:          u.total,
 		CacheBytes:         m.BlockCache.Size,
 		CacheBlocks:        m.BlockCache.Count,
 		CacheHits:          m.BlockCache.Hits,
@@ -31,7 +36,7 @@ func (s *Store) engineMetrics(m *pebble.Metrics) storage.EngineMetrics {
 		MemTableBytes:      m.MemTable.Size,
 		WALFiles:           m.WAL.Files,
 		WALBytes:           m.WAL.Size,
-		WALPhysicalSize:    m.WAL.PhysicalSize,
+		WALPhysicalSize:    u.wal,
 		WALBytesWritten:    m.WAL.BytesWritten,
 		Levels:             make([]storage.LevelMetrics, len(m.Levels)),
 		ReadAmp:            m.ReadAmp(),

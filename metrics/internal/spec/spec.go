@@ -116,7 +116,7 @@ func f[T int | int64 | uint64](v T) float64 { return float64(v) }
 var All = []Metric{
 	// Disk and caches.
 	{Name: "tipkv.disk.usage", Prom: "tipkv_disk_usage_bytes", Unit: Bytes, Kind: Gauge,
-		Help:  "Size of the store on disk: tables, write-ahead log, manifest, obsolete files not deleted yet.",
+		Help:  "Bytes the files in the store's directory take on disk, as du counts them: tables, write-ahead log with its preallocated space, manifest, obsolete files not deleted yet.",
 		Store: func(s sm) float64 { return f(s.DiskUsage) }},
 	{Name: "tipkv.cache.size", Prom: "tipkv_cache_size_bytes", Unit: Bytes, Kind: Gauge,
 		Help:  "Bytes in the block cache (shared with the memtables).",
@@ -148,7 +148,7 @@ var All = []Metric{
 		Help:  "Live data in the write-ahead log: writes not yet flushed to tables.",
 		Store: func(s sm) float64 { return f(s.WALBytes) }},
 	{Name: "tipkv.wal.physical_size", Prom: "tipkv_wal_physical_size_bytes", Unit: Bytes, Kind: Gauge,
-		Help:  "Bytes of the write-ahead log's files on disk.",
+		Help:  "Bytes the write-ahead log's files take on disk: live, kept for recycling, and their preallocated space.",
 		Store: func(s sm) float64 { return f(s.WALPhysicalSize) }},
 	{Name: "tipkv.wal.written", Prom: "tipkv_wal_written_bytes_total", Unit: Bytes, Kind: Counter,
 		Help:  "Bytes written to the write-ahead log.",
