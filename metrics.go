@@ -26,13 +26,18 @@ type Metrics struct {
 	// with their own exporters.
 	Storage StorageMetrics
 
-	// Queues, Collections and Streams have one entry per queue, collection
-	// and feed stream a package serves in this process, sorted by name.
-	// The packages fill them as they open handles (see each package's doc
-	// for what it reports); they are empty until one does.
+	// Queues and Collections have one entry per queue and collection a
+	// package serves in this process, sorted by name. The packages fill
+	// them as they open handles (see each package's doc for what it
+	// reports); they are empty until one does.
 	Queues      []QueueMetrics
 	Collections []CollectionMetrics
-	Streams     []StreamMetrics
+	// Streams is always empty: no package reports per-stream figures (a
+	// feed may hold millions of streams); Feeds has the totals.
+	//
+	// Deprecated: nothing fills it, and the exporters publish nothing
+	// from it. It will be removed.
+	Streams []StreamMetrics
 
 	// Feeds and Retention are this process's figures for every feed of
 	// the DB and for the background retention passes (versioned package:
@@ -222,6 +227,9 @@ type RetentionMetrics struct {
 // not report them: a feed may hold millions of streams, and one entry
 // each would make Metrics as large as the feed; Streams stays empty, and
 // FeedMetrics has the totals of all streams.
+//
+// Deprecated: nothing reports it (see Metrics.Streams). It will be
+// removed.
 type StreamMetrics struct {
 	Name string
 	// Appends counts the events appended; Removed the events removed
@@ -231,8 +239,8 @@ type StreamMetrics struct {
 }
 
 // Metrics returns the DB's figures now. It reads no data: on Pebble it
-// takes about 10 microseconds, a fraction of one more per queue,
-// collection and stream (BenchmarkMetrics), and a stat of each file in the
+// takes about 10 microseconds, a fraction of one more per queue and
+// collection (BenchmarkMetrics), and a stat of each file in the
 // store's directory for DiskUsage and WALPhysicalSize (about 10
 // microseconds a file on a busy 2-core machine: 0.1-0.5 ms for a store of
 // 10 to 40 files), so it can be polled every few seconds. On Pebble, after
@@ -249,7 +257,6 @@ func (db *DB) Metrics() (Metrics, error) {
 	db.services.Meters().Fill(&m)
 	slices.SortFunc(m.Queues, func(a, b QueueMetrics) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(m.Collections, func(a, b CollectionMetrics) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortFunc(m.Streams, func(a, b StreamMetrics) int { return cmp.Compare(a.Name, b.Name) })
 	return m, nil
 }
 

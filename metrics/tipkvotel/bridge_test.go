@@ -34,7 +34,6 @@ func queues(t *testing.T, db *tipkv.DB) {
 		mm.Queues = append(mm.Queues,
 			tipkv.QueueMetrics{Name: "jobs", Depth: 7, Acks: 40},
 			tipkv.QueueMetrics{Name: "emails", Depth: 1})
-		mm.Streams = append(mm.Streams, tipkv.StreamMetrics{Name: "audit", Appends: 5})
 	})
 }
 
@@ -97,7 +96,6 @@ func TestBridge(t *testing.T) {
 	require.Len(t, points(t, got["tipkv.lsm.tables"], "level", store), 7)
 	require.Equal(t, map[string]float64{"jobs": 7, "emails": 1}, points(t, got["tipkv.queue.depth"], "queue", store))
 	require.Equal(t, map[string]float64{"jobs": 40, "emails": 0}, points(t, got["tipkv.queue.acks"], "queue", store))
-	require.Equal(t, map[string]float64{"audit": 5}, points(t, got["tipkv.stream.appends"], "stream", store))
 	require.NotContains(t, got, "tipkv.collection.writes", "no collection reported: no points")
 
 	// Unregistered: nothing is observed any more, and closing the DB is

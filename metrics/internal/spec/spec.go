@@ -40,15 +40,15 @@ type Metric struct {
 	Level      func(tipkv.LevelMetrics) float64
 	Queue      func(tipkv.QueueMetrics) float64
 	Collection func(tipkv.CollectionMetrics) float64
-	Stream     func(tipkv.StreamMetrics) float64
 	// DB is a store-wide figure of tipkv's own (feeds, retention), which
 	// every engine has.
 	DB func(*tipkv.Metrics) float64
 }
 
 // Label is the name of the label (attribute) that tells the figure's
-// entries apart: "level", "queue", "collection", "stream", or "" for a
-// store-wide figure.
+// entries apart: "level", "queue", "collection", or "" for a store-wide
+// figure. (Per feed stream there are no figures: a feed may hold millions
+// of streams; tipkv.Metrics.Feeds has their total.)
 func (m Metric) Label() string {
 	switch {
 	case m.Level != nil:
@@ -57,8 +57,6 @@ func (m Metric) Label() string {
 		return "queue"
 	case m.Collection != nil:
 		return "collection"
-	case m.Stream != nil:
-		return "stream"
 	}
 	return ""
 }
@@ -94,12 +92,6 @@ func (x Metric) Points(m *tipkv.Metrics) []Point {
 		out := make([]Point, 0, len(m.Collections))
 		for _, c := range m.Collections {
 			out = append(out, Point{c.Name, x.Collection(c)})
-		}
-		return out
-	case x.Stream != nil:
-		out := make([]Point, 0, len(m.Streams))
-		for _, s := range m.Streams {
-			out = append(out, Point{s.Name, x.Stream(s)})
 		}
 		return out
 	case x.DB != nil:
@@ -247,19 +239,13 @@ var All = []Metric{
 		Help:  "Messages moved to the dead letters.",
 		Queue: func(q tipkv.QueueMetrics) float64 { return f(q.DeadLettered) }},
 
-	// Collections and streams.
+	// Collections and feeds.
 	{Name: "tipkv.collection.writes", Prom: "tipkv_collection_writes_total", Unit: None, Kind: Counter,
 		Help:       "Versions written to a collection (puts and delete markers).",
 		Collection: func(c tipkv.CollectionMetrics) float64 { return f(c.Writes) }},
 	{Name: "tipkv.collection.removed", Prom: "tipkv_collection_removed_total", Unit: None, Kind: Counter,
 		Help:       "Versions removed from a collection (pruned, purged, retention).",
 		Collection: func(c tipkv.CollectionMetrics) float64 { return f(c.Removed) }},
-	{Name: "tipkv.stream.appends", Prom: "tipkv_stream_appends_total", Unit: None, Kind: Counter,
-		Help:   "Events appended to a feed stream.",
-		Stream: func(s tipkv.StreamMetrics) float64 { return f(s.Appends) }},
-	{Name: "tipkv.stream.removed", Prom: "tipkv_stream_removed_total", Unit: None, Kind: Counter,
-		Help:   "Events removed from a feed stream (trimmed, retention).",
-		Stream: func(s tipkv.StreamMetrics) float64 { return f(s.Removed) }},
 	{Name: "tipkv.feed.appends", Prom: "tipkv_feed_appends_total", Unit: None, Kind: Counter,
 		Help: "Events appended to the DB's feeds by this process.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.Appends) }},
