@@ -332,7 +332,9 @@ func (db *DB) Compact() error {
 }
 
 // DiskUsage returns the store's size on disk in bytes, 0 if the engine does
-// not say (or the DB is closed).
+// not say (or the DB is closed). On Pebble it is the blocks the files in
+// the store's directory take, as du counts them (StorageMetrics.DiskUsage
+// says what that includes); on a shared engine the engine's own figure.
 func (db *DB) DiskUsage() uint64 {
 	a, err := db.admin()
 	if err != nil {

@@ -24,7 +24,6 @@ func TestMetricsFromPebble(t *testing.T) {
 	require.Len(t, m.Storage.Levels, 7)
 	require.Empty(t, m.Queues)
 	require.Empty(t, m.Collections)
-	require.Empty(t, m.Streams)
 
 	for i := range 100 {
 		require.NoError(t, put(db, fmt.Sprintf("\x01key-%03d", i), "value"))
@@ -77,14 +76,12 @@ func TestMetricsSectionsFromPackages(t *testing.T) {
 	}
 	link.MetersOf[tipkv.Metrics](reg).Set(key{"users"}, func(mm *tipkv.Metrics) {
 		mm.Collections = append(mm.Collections, tipkv.CollectionMetrics{Name: "users", Writes: 3})
-		mm.Streams = append(mm.Streams, tipkv.StreamMetrics{Name: "audit", Appends: 2})
 	})
 	enqueued = 5
 	m, err := db.Metrics()
 	require.NoError(t, err)
 	require.Equal(t, []tipkv.QueueMetrics{{Name: "emails", Depth: 1, Enqueued: 5}, {Name: "jobs", Depth: 1, Enqueued: 5}}, m.Queues)
 	require.Equal(t, []tipkv.CollectionMetrics{{Name: "users", Writes: 3}}, m.Collections)
-	require.Equal(t, []tipkv.StreamMetrics{{Name: "audit", Appends: 2}}, m.Streams)
 
 	// Set under the same key replaces; Delete removes.
 	link.MetersOf[tipkv.Metrics](reg).Set(key{"jobs"}, func(*tipkv.Metrics) {})

@@ -11,9 +11,11 @@
 // Each batch is one transaction sent as one pipeline (plan.go says how
 // each condition holds until the commit); each iterator reads one
 // REPEATABLE READ view, paged with tight bounds (iter.go); changes are
-// pushed by LISTEN/NOTIFY for the key families that waits watch, and
-// polled otherwise (watch.go). A commit whose outcome the client cannot
-// know matches engine.ErrUnknownOutcome and is never retried.
+// pushed by LISTEN/NOTIFY for the key families in Config.NotifyFamilies
+// (by default the queue state alone, which a queue's Wait watches), and
+// polled every Config.PollInterval otherwise: a feed's Follow and a
+// document's Watch poll every 100 ms by default (watch.go). A commit
+// whose outcome the client cannot know matches engine.ErrUnknownOutcome and is never retried.
 //
 // bytea compares as bytes.Compare, which is tipkv's key order; newest-first
 // reads are forward scans of the primary key (versions are stored in

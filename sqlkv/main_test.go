@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/sqlkv"
@@ -26,7 +27,8 @@ import (
 // when run as root: the server refuses to run as root), starts it on a
 // free loopback port and stops it at the end.
 //
-//	SQLKV_DSN=...          use that server instead (tables are created in it)
+//	SQLKV_DSN=...          use that server instead (tables are created in it);
+//	                       a URL (postgres://...) or key=value pairs
 //	SQLKV_ALLOW_SKIP=1     skip, with a message, when PostgreSQL is not installed
 //
 // Without either, a machine without PostgreSQL fails the tests: run
@@ -168,6 +170,19 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// poolConfig parses dsn, in either of the forms pgx takes (a URL or
+// key=value pairs), into a pool configuration whose connections carry
+// application_name app, so that a test can tell its own backends in
+// pg_stat_activity from everyone else's. The pool's size is pgxpool's
+// default unless the DSN sets pool_max_conns.
+func poolConfig(t testing.TB, app string) *pgxpool.Config {
+	t.Helper()
+	pc, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	pc.ConnConfig.RuntimeParams["application_name"] = app
+	return pc
 }
 
 // newTable returns a table name no other test uses.

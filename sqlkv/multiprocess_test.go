@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/queue"
@@ -299,7 +300,7 @@ func startChild(t *testing.T, table, role string, log *mpLog) *mpChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMultiProcessChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
-		"SQLKV_DSN="+dsn+" application_name=sqlkv_mp_"+role,
+		"SQLKV_DSN="+dsn, // the child names its connections sqlkv_mp_<role>
 		"SQLKV_MP_TABLE="+table,
 		"SQLKV_MP_ROLE="+role,
 	)
@@ -348,10 +349,17 @@ func TestMultiProcessChild(t *testing.T) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
+	// The parent finds the children's backends by application_name.
+	pc := poolConfig(t, "sqlkv_mp_"+role)
+	pc.MaxConns = 16 // the size of the pool a store makes from a DSN
+	// The pool connects lazily: the server may be recovering (below).
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	defer pool.Close()
 	var db *tipkv.DB
 	for { // the server may be recovering from a kill -9
 		var err error
-		db, err = sqlkv.Open(ctx, sqlkv.Config{DSN: dsn, Table: os.Getenv("SQLKV_MP_TABLE")}, nil)
+		db, err = sqlkv.Open(ctx, sqlkv.Config{Pool: pool, Table: os.Getenv("SQLKV_MP_TABLE")}, nil)
 		if err == nil {
 			break
 		}

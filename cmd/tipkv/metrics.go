@@ -44,16 +44,12 @@ func metricsJSON(m tipkv.Metrics) object {
 	for _, c := range m.Collections {
 		colls = append(colls, object{{"collection", segmentJSON([]byte(c.Name))}, {"writes", c.Writes}, {"removed", c.Removed}})
 	}
-	streams := []any{}
-	for _, s := range m.Streams {
-		streams = append(streams, object{{"stream", segmentJSON([]byte(s.Name))}, {"appends", s.Appends}, {"removed", s.Removed}})
-	}
 	r := m.Retention
 	retention := object{
 		{"feed_passes", r.FeedPasses}, {"feed_failures", r.FeedFailures}, {"streams_trimmed", r.StreamsTrimmed},
 		{"purge_passes", r.PurgePasses}, {"purge_failures", r.PurgeFailures}, {"documents_purged", r.DocumentsPurged},
 	}
-	return object{{"engine", m.Engine}, {"storage", storage}, {"queues", queues}, {"collections", colls}, {"streams", streams},
+	return object{{"engine", m.Engine}, {"storage", storage}, {"queues", queues}, {"collections", colls},
 		{"feeds", object{{"appends", m.Feeds.Appends}}}, {"retention", retention}}
 }
 

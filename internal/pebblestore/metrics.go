@@ -67,20 +67,25 @@ type Figures[L Level] struct {
 	Uptime         time.Duration
 }
 
-// FiguresOf returns the figures of s now, from Pebble's metrics and the
-// events the store counted. It reads no file: a few microseconds under
-// Pebble's mutex.
+// FiguresOf returns the figures of s now, from Pebble's metrics, the
+// events the store counted and the sizes of the files in the store's
+// directory (DiskUsage and WALPhysicalSize, see usage): a few microseconds
+// under Pebble's mutex, and a stat of each file.
 func FiguresOf[L Level](s *Store) (Figures[L], error) {
-	m, err := s.PebbleMetrics()
+	if err := s.enter(); err != nil {
+		return Figures[L]{}, err
+	}
+	defer s.exit()
+	u, err := s.usage()
 	if err != nil {
 		return Figures[L]{}, err
 	}
-	return figures[L](s, m), nil
+	return figures[L](s, s.db.Metrics(), u), nil
 }
 
-func figures[L Level](s *Store, m *pebble.Metrics) Figures[L] {
+func figures[L Level](s *Store, m *pebble.Metrics, u usage) Figures[L] {
 	out := Figures[L]{
-		DiskUsage:          m.DiskSpaceUsage(),
+		DiskUsage:          u.total,
 		CacheBytes:         m.BlockCache.Size,
 		CacheBlocks:        m.BlockCache.Count,
 		CacheHits:          m.BlockCache.Hits,
@@ -91,7 +96,7 @@ func figures[L Level](s *Store, m *pebble.Metrics) Figures[L] {
 		MemTableBytes:      m.MemTable.Size,
 		WALFiles:           m.WAL.Files,
 		WALBytes:           m.WAL.Size,
-		WALPhysicalSize:    m.WAL.PhysicalSize,
+		WALPhysicalSize:    u.wal,
 		WALBytesWritten:    m.WAL.BytesWritten,
 		Levels:             make([]L, len(m.Levels)),
 		ReadAmp:            m.ReadAmp(),

@@ -8,7 +8,8 @@ import (
 // Shape is the state of the LSM tree in plain types, for tools (cmd/tipkv
 // stats) that must not import Pebble.
 type Shape struct {
-	// DiskUsage is the store's size on disk in bytes: tables, WAL, manifest.
+	// DiskUsage is the bytes the files in the store's directory take on
+	// disk (Store.DiskUsage).
 	DiskUsage uint64
 	// ReadAmp is the read amplification: L0 sublevels plus non-empty levels.
 	ReadAmp int
@@ -49,9 +50,13 @@ func (s *Store) Shape() (Shape, error) {
 		return Shape{}, engine.ErrClosed
 	}
 	defer s.gate.exit()
+	u, err := s.usage()
+	if err != nil {
+		return Shape{}, err
+	}
 	m := s.db.Metrics()
 	out := Shape{
-		DiskUsage:     m.DiskSpaceUsage(),
+		DiskUsage:     u.total,
 		ReadAmp:       m.ReadAmp(),
 		MemTables:     m.MemTable.Count,
 		MemTableBytes: m.MemTable.Size,

@@ -348,13 +348,16 @@ func (s *Store) Compact(lo, hi []byte) (err error) {
 	return s.f.wrap(err)
 }
 
-// DiskUsage implements engine.Admin.
+// DiskUsage implements engine.Admin: the blocks every file in the store's
+// directory takes on disk, the write-ahead log's preallocated space
+// included (see usage).
 func (s *Store) DiskUsage() (uint64, error) {
-	m, err := s.PebbleMetrics()
-	if err != nil {
+	if err := s.enter(); err != nil {
 		return 0, err
 	}
-	return m.DiskSpaceUsage(), nil
+	defer s.exit()
+	u, err := s.usage()
+	return u.total, err
 }
 
 // Metrics implements engine.Admin.

@@ -7,8 +7,8 @@
 //
 // Each collection calls DB.Metrics once, in one callback that observes
 // every instrument. Gauges are the state now; counters (monotonic) count
-// from the DB's Open. Per-level, per-queue, per-collection and per-stream
-// figures carry the attribute "level", "queue", "collection" or "stream".
+// from the DB's Open. Per-level, per-queue and per-collection figures
+// carry the attribute "level", "queue" or "collection".
 package tipkvotel
 
 import (

@@ -40,15 +40,15 @@ type Metric struct {
 	Level      func(tipkv.LevelMetrics) float64
 	Queue      func(tipkv.QueueMetrics) float64
 	Collection func(tipkv.CollectionMetrics) float64
-	Stream     func(tipkv.StreamMetrics) float64
 	// DB is a store-wide figure of tipkv's own (feeds, retention), which
 	// every engine has.
 	DB func(*tipkv.Metrics) float64
 }
 
 // Label is the name of the label (attribute) that tells the figure's
-// entries apart: "level", "queue", "collection", "stream", or "" for a
-// store-wide figure.
+// entries apart: "level", "queue", "collection", or "" for a store-wide
+// figure. (Per feed stream there are no figures: a feed may hold millions
+// of streams; tipkv.Metrics.Feeds has their total.)
 func (m Metric) Label() string {
 	switch {
 	case m.Level != nil:
@@ -57,8 +57,6 @@ func (m Metric) Label() string {
 		return "queue"
 	case m.Collection != nil:
 		return "collection"
-	case m.Stream != nil:
-		return "stream"
 	}
 	return ""
 }
@@ -96,12 +94,6 @@ func (x Metric) Points(m *tipkv.Metrics) []Point {
 			out = append(out, Point{c.Name, x.Collection(c)})
 		}
 		return out
-	case x.Stream != nil:
-		out := make([]Point, 0, len(m.Streams))
-		for _, s := range m.Streams {
-			out = append(out, Point{s.Name, x.Stream(s)})
-		}
-		return out
 	case x.DB != nil:
 		return []Point{{Value: x.DB(m)}}
 	}
@@ -116,7 +108,7 @@ func f[T int | int64 | uint64](v T) float64 { return float64(v) }
 var All = []Metric{
 	// Disk and caches.
 	{Name: "tipkv.disk.usage", Prom: "tipkv_disk_usage_bytes", Unit: Bytes, Kind: Gauge,
-		Help:  "Size of the store on disk: tables, write-ahead log, manifest, obsolete files not deleted yet.",
+		Help:  "Bytes the files in the store's directory take on disk, as du counts them: tables, write-ahead log with its preallocated space, manifest, obsolete files not deleted yet.",
 		Store: func(s sm) float64 { return f(s.DiskUsage) }},
 	{Name: "tipkv.cache.size", Prom: "tipkv_cache_size_bytes", Unit: Bytes, Kind: Gauge,
 		Help:  "Bytes in the block cache (shared with the memtables).",
@@ -148,7 +140,7 @@ var All = []Metric{
 		Help:  "Live data in the write-ahead log: writes not yet flushed to tables.",
 		Store: func(s sm) float64 { return f(s.WALBytes) }},
 	{Name: "tipkv.wal.physical_size", Prom: "tipkv_wal_physical_size_bytes", Unit: Bytes, Kind: Gauge,
-		Help:  "Bytes of the write-ahead log's files on disk.",
+		Help:  "Bytes the write-ahead log's files take on disk: live, kept for recycling, and their preallocated space.",
 		Store: func(s sm) float64 { return f(s.WALPhysicalSize) }},
 	{Name: "tipkv.wal.written", Prom: "tipkv_wal_written_bytes_total", Unit: Bytes, Kind: Counter,
 		Help:  "Bytes written to the write-ahead log.",
@@ -217,6 +209,14 @@ var All = []Metric{
 	{Name: "tipkv.corruptions", Prom: "tipkv_corruptions_total", Unit: None, Kind: Counter,
 		Help:  "Files found corrupt.",
 		Store: func(s sm) float64 { return f(s.Corruptions) }},
+	{Name: "tipkv.compactions.stopped", Prom: "tipkv_compactions_stopped", Unit: None, Kind: Gauge,
+		Help: "1 once a compaction met a corrupt table: no compaction runs until the store is reopened.",
+		Store: func(s sm) float64 {
+			if s.CompactionsStopped {
+				return 1
+			}
+			return 0
+		}},
 
 	// Queues.
 	{Name: "tipkv.queue.depth", Prom: "tipkv_queue_depth", Unit: None, Kind: Gauge,
@@ -247,19 +247,13 @@ var All = []Metric{
 		Help:  "Messages moved to the dead letters.",
 		Queue: func(q tipkv.QueueMetrics) float64 { return f(q.DeadLettered) }},
 
-	// Collections and streams.
+	// Collections and feeds.
 	{Name: "tipkv.collection.writes", Prom: "tipkv_collection_writes_total", Unit: None, Kind: Counter,
 		Help:       "Versions written to a collection (puts and delete markers).",
 		Collection: func(c tipkv.CollectionMetrics) float64 { return f(c.Writes) }},
 	{Name: "tipkv.collection.removed", Prom: "tipkv_collection_removed_total", Unit: None, Kind: Counter,
 		Help:       "Versions removed from a collection (pruned, purged, retention).",
 		Collection: func(c tipkv.CollectionMetrics) float64 { return f(c.Removed) }},
-	{Name: "tipkv.stream.appends", Prom: "tipkv_stream_appends_total", Unit: None, Kind: Counter,
-		Help:   "Events appended to a feed stream.",
-		Stream: func(s tipkv.StreamMetrics) float64 { return f(s.Appends) }},
-	{Name: "tipkv.stream.removed", Prom: "tipkv_stream_removed_total", Unit: None, Kind: Counter,
-		Help:   "Events removed from a feed stream (trimmed, retention).",
-		Stream: func(s tipkv.StreamMetrics) float64 { return f(s.Removed) }},
 	{Name: "tipkv.feed.appends", Prom: "tipkv_feed_appends_total", Unit: None, Kind: Counter,
 		Help: "Events appended to the DB's feeds by this process.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.Appends) }},
