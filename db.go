@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
@@ -118,6 +119,8 @@ type DB struct {
 	caps     storage.Caps
 	legacy   bool // values use Go field names (a store created at format 1)
 	services link.Registry
+	done     chan struct{} // closed when Close begins (Done)
+	doneOnce sync.Once
 }
 
 // Open opens the store in dir, creating it if dir is missing or empty.
@@ -163,7 +166,7 @@ func open(dir string, cfg pebblestore.Config, o Options) (*DB, error) {
 // older one upgrades) the format key. m describes the directory's marker
 // file; engines without a directory pass the zero marker.
 func newDB(s storage.Store, name string, o Options, m pebblestore.Marker) (*DB, error) { // m: the zero Marker for engines without a directory
-	db := &DB{dir: name, opts: o, store: s, caps: s.Caps()}
+	db := &DB{dir: name, opts: o, store: s, caps: s.Caps(), done: make(chan struct{})}
 	if err := db.checkFormat(m); err != nil {
 		return nil, err
 	}
@@ -252,9 +255,18 @@ func (db *DB) writeFormat(names string) error {
 // ErrClosed at its next step. Later calls on the DB or its handles return
 // ErrClosed, and so does a second Close.
 func (db *DB) Close() error {
+	db.doneOnce.Do(func() { close(db.done) })
 	db.services.Close()
 	return db.store.Close()
 }
+
+// Done returns a channel that is closed when Close begins, before Close
+// wakes blocked calls and closes the store, so that a goroutine serving
+// the DB (a subscriber's loop, a relay) can select on it and stop at once
+// instead of polling for ErrClosed. Calls made after it is closed may
+// still be running, or fail with ErrClosed. Every call returns the same
+// channel; it is never closed while Close has not been called.
+func (db *DB) Done() <-chan struct{} { return db.done }
 
 // Dir returns the directory the DB was opened in (for a shared engine, the
 // name it was opened with).
