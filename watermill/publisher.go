@@ -1,6 +1,7 @@
 package tipkvwatermill
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -45,7 +46,10 @@ func NewPublisher(db *tipkv.DB, cfg PublisherConfig) (*Publisher, error) {
 
 // Publish appends msgs to topic, in order, in one atomic write (synced
 // unless the DB is NoSync): when it returns nil every message is durable,
-// and when it returns an error none was published. Every consumer group
+// and when it returns an error none was published. On an engine whose
+// batches hold fewer writes than msgs needs (etcd: 128 by default, two
+// per message), the messages go in several writes, in order, and an
+// error may leave the first of them published. Every consumer group
 // of the topic receives every message, in the order of publishing within
 // one Publish call and across the calls of one goroutine.
 //
@@ -58,7 +62,23 @@ func (p *Publisher) Publish(topic string, msgs ...*message.Message) error {
 	if len(msgs) <= 1 {
 		return p.PublishIn(p.db, topic, msgs...)
 	}
-	return p.db.Update(func(b *tipkv.Batch) error { return p.PublishIn(b, topic, msgs...) })
+	for _, m := range msgs {
+		if err := checkMessage(m); err != nil {
+			return err
+		}
+	}
+	err := p.db.Update(func(b *tipkv.Batch) error { return p.PublishIn(b, topic, msgs...) })
+	if errors.Is(err, tipkv.ErrInvalid) {
+		// Every message is valid: the engine's batch is too small for
+		// them all (etcd's holds 128 operations). Publish each half in
+		// turn.
+		half := len(msgs) / 2
+		if err := p.Publish(topic, msgs[:half]...); err != nil {
+			return err
+		}
+		return p.Publish(topic, msgs[half:]...)
+	}
+	return err
 }
 
 // PublishIn is Publish through w: a *tipkv.DB commits at once (each
