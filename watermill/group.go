@@ -214,7 +214,12 @@ func cmpInt(a, b int64) int {
 func (gs *groupSub) extend() {
 	lease := gs.s.cfg.Lease
 	if m := gs.current; m != nil {
-		if err := gs.q.Extend(m.ID, lease); err != nil && !errors.Is(err, tipkv.ErrClosed) {
+		switch err := gs.q.Extend(m.ID, lease); {
+		case errors.Is(err, queue.ErrLeaseLost):
+			// Acknowledged by AckIn already, or the lease ran out before
+			// this tick (the Ack will say so).
+			gs.s.logger.Debug("Lease of the message handed out is gone", gs.fields.Add(logErr(err)))
+		case err != nil && !errors.Is(err, tipkv.ErrClosed):
 			gs.s.logger.Info("Cannot extend the lease of the message handed out", gs.fields.Add(logErr(err)))
 		}
 	}
