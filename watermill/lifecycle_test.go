@@ -13,14 +13,18 @@ import (
 
 // A handler that runs longer than the lease keeps its message: the
 // subscription extends the lease while it holds it, so the group's other
-// subscription does not receive it meanwhile. (Without the extension the
-// lease runs out after 1.2s and the other subscription takes the
-// message; the extension comes every 0.4s, so only a stall of the
-// process of 0.8s could let that happen.)
+// subscription does not receive it meanwhile.
+//
+// Leases are extended on a wall-clock ticker, so this test watches a
+// window of wall time, 1.5 leases, with wide margins both ways: without
+// the extension the lease runs out after 3s and the other subscription,
+// asleep until then, takes the message within the window unless it is
+// held up 1.5s; with it, a renewal comes every second, and only a stall
+// of 2s between two of them lets the lease run out.
 func TestLeaseIsExtendedWhileTheHandlerRuns(t *testing.T) {
 	db := openMem(t)
 	pub := newPub(t, db)
-	cfg := tipkvwatermill.SubscriberConfig{ConsumerGroup: "g", Lease: 1200 * time.Millisecond}
+	cfg := tipkvwatermill.SubscriberConfig{ConsumerGroup: "g", Lease: 3 * time.Second}
 	a := subscribe(t, newSub(t, db, cfg), "t")
 	require.NoError(t, pub.Publish("t", msg("slow", "")))
 	m := next(t, a)
@@ -28,7 +32,7 @@ func TestLeaseIsExtendedWhileTheHandlerRuns(t *testing.T) {
 	select {
 	case other := <-b:
 		t.Fatalf("the group delivered %s again while the handler held it", other.UUID)
-	case <-time.After(3 * cfg.Lease):
+	case <-time.After(cfg.Lease * 3 / 2):
 	}
 	m.Ack()
 	require.NoError(t, pub.Publish("t", msg("next", "")))
