@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
@@ -115,6 +116,8 @@ type DB struct {
 	linkRoot // how versioned and queue reach core (internal/link)
 	core     link.DB
 	opts     Options
+	done     chan struct{} // closed when Close begins (Done)
+	doneOnce sync.Once
 }
 
 // linkRoot is link.Root under a name of this package, so that embedding it
@@ -186,7 +189,7 @@ func OpenEngine(store engine.Store, name string, opts *Options) (*DB, error) {
 // older one upgrades) the format key. m describes the directory's marker
 // file; engines without a directory pass the zero marker.
 func newDB(s engine.Store, name string, o Options, m pebblestore.Marker) (*DB, error) {
-	db := &DB{opts: o}
+	db := &DB{opts: o, done: make(chan struct{})}
 	db.core = link.DB{
 		Store:      s,
 		Caps:       s.Caps(),
@@ -289,9 +292,18 @@ func (db *DB) writeFormat(names string) error {
 // ErrClosed at its next step. Later calls on the DB or its handles return
 // ErrClosed, and so does a second Close.
 func (db *DB) Close() error {
+	db.doneOnce.Do(func() { close(db.done) })
 	db.core.Services.Close()
 	return db.core.Store.Close()
 }
+
+// Done returns a channel that is closed when Close begins, before Close
+// wakes blocked calls and closes the store, so that a goroutine serving
+// the DB (a subscriber's loop, a relay) can select on it and stop at once
+// instead of polling for ErrClosed. Calls made after it is closed may
+// still be running, or fail with ErrClosed. Every call returns the same
+// channel; it is never closed while Close has not been called.
+func (db *DB) Done() <-chan struct{} { return db.done }
 
 // Dir returns the directory the DB was opened in (for a shared engine, the
 // name it was opened with).
