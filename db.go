@@ -117,6 +117,7 @@ type DB struct {
 	store    storage.Store
 	caps     storage.Caps
 	legacy   bool // values use Go field names (a store created at format 1)
+	format   int  // the format whose rules values are read by: FormatVersion, or older when ReadOnly
 	services link.Registry
 }
 
@@ -185,13 +186,27 @@ func metaKey(name string) []byte {
 
 // checkFormat records the format inside the key space too (a shared engine
 // has no directory to put a marker file in) and checks it: a newer format
-// is refused, an older one upgraded when the DB may write, and a store
-// whose marker says it was created but whose format key is gone has lost
-// its data.
+// is refused, an older one upgraded when the DB may write (upgrade.go), and
+// a store whose marker says it was created but whose format key is gone
+// has lost its data.
 func (db *DB) checkFormat(m pebblestore.Marker) error {
-	v, err := db.store.Get(formatKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	db.format = FormatVersion
+	for {
+		err := db.readFormat(m)
+		if !errors.Is(err, storage.ErrConditionFailed) && !errors.Is(err, storage.ErrUnknownOutcome) {
+			return err
+		}
+		// Another process of a shared engine began the upgrade first, or
+		// the first batch's outcome is unknown: read the format again.
+	}
+}
+
+func (db *DB) readFormat(m pebblestore.Marker) error {
+	mk, err := db.readMeta()
+	if err != nil {
+		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
+	}
+	if mk.format == nil {
 		if m.Exists && !m.Creating {
 			return fmt.Errorf("%w: %s has lost its data: its marker file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.dir)
 		}
@@ -199,28 +214,77 @@ func (db *DB) checkFormat(m pebblestore.Marker) error {
 			return nil
 		}
 		return db.writeFormat("json")
-	case err != nil:
-		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
 	}
-	n, err := strconv.Atoi(string(v))
+	n, err := strconv.Atoi(string(mk.format))
 	if err != nil {
-		return fmt.Errorf("%w: %s: format key holds %q", ErrFormat, db.dir, v)
+		return fmt.Errorf("%w: %s: format key holds %q", ErrFormat, db.dir, mk.format)
 	}
 	if n > FormatVersion {
 		return fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, db.dir, n, FormatVersion)
 	}
-	names, err := db.store.Get(namesKey)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
+	names := mk.names
+	if names == nil {
 		names = []byte("go") // format 1
-	case err != nil:
-		return fmt.Errorf("tipkv: open %s: %w", db.dir, err)
 	}
 	db.legacy = string(names) == "go"
-	if n < FormatVersion && !db.opts.ReadOnly {
-		return db.writeFormat(string(names))
+	var up upgradeState
+	if mk.upgrade != nil {
+		if up, err = parseUpgrade(mk.upgrade); err != nil {
+			return fmt.Errorf("%s: %w", db.dir, err)
+		}
 	}
-	return nil
+	switch {
+	case mk.upgrade != nil && n <= up.from:
+		return fmt.Errorf("%w: %s holds format %d and an upgrade from format %d", ErrCorrupt, db.dir, n, up.from)
+	case mk.upgrade != nil && db.opts.ReadOnly:
+		return fmt.Errorf("%w: %s: its upgrade from format %d to %d was interrupted, and part of its values are of each format; open it once for writing (without ReadOnly) to finish the upgrade", ErrFormat, db.dir, up.from, n)
+	case mk.upgrade != nil:
+		if err := db.finishUpgrade(&upgradeStats{start: time.Now()}); err != nil {
+			return err
+		}
+		return db.readFormat(m) // upgraded to n: on to FormatVersion if n is older
+	case n == FormatVersion:
+		return nil
+	case db.opts.ReadOnly && db.caps.Shared:
+		return fmt.Errorf("%w: %s holds format %d, and another process may upgrade it to %d while this one reads it: open it once for writing (without ReadOnly) to upgrade it", ErrFormat, db.dir, n, FormatVersion)
+	case db.opts.ReadOnly:
+		db.format = n // read by its own format's rules
+		return nil
+	}
+	return db.upgrade(n, mk.format, string(names))
+}
+
+// meta holds the meta keys that say a store's format: each nil if absent.
+type meta struct {
+	format, names, upgrade []byte
+}
+
+// readMeta reads the meta keys in one view of the store: another process
+// of a shared engine may move them meanwhile.
+func (db *DB) readMeta() (mk meta, err error) {
+	snap, err := db.store.NewSnapshot()
+	if err != nil {
+		return meta{}, err
+	}
+	defer func() {
+		if cerr := snap.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for _, f := range []struct {
+		key []byte
+		dst *[]byte
+	}{{formatKey, &mk.format}, {namesKey, &mk.names}, {upgradeKey, &mk.upgrade}} {
+		v, err := snap.Get(f.key)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+		case err != nil:
+			return meta{}, err
+		default:
+			*f.dst = append([]byte{}, v...) // not nil, even when empty
+		}
+	}
+	return mk, nil
 }
 
 // writeFormat writes the current format and the value naming, in one
@@ -364,6 +428,12 @@ func init() {
 	link.LegacyNames = func(db any) bool {
 		d, err := dbOf(db)
 		return err == nil && d.legacy
+	}
+	link.Format = func(db any) int {
+		if d, err := dbOf(db); err == nil {
+			return d.format
+		}
+		return FormatVersion
 	}
 	link.Reader = func(r any) (storage.Reader, any, error) {
 		rd, db, err := readerOf(r)

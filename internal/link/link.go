@@ -34,6 +34,10 @@ var (
 	// LegacyNames reports whether the default value codec of a *tipkv.DB
 	// names struct fields as format 1 did (Go names, json tags ignored).
 	LegacyNames func(db any) bool
+	// Format returns the store format whose rules a *tipkv.DB reads values
+	// by: tipkv.FormatVersion, or an older one for a DB opened ReadOnly on
+	// a store that was not upgraded yet.
+	Format func(db any) int
 	// Reader returns the storage reader of a *tipkv.DB (the live store) or
 	// a *tipkv.Snapshot (its view), and the *tipkv.DB it belongs to.
 	Reader func(r any) (storage.Reader, any, error)
