@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/storage"
 )
@@ -14,6 +15,7 @@ type store struct {
 	dir string
 	db  *tipkv.DB
 	kv  storage.Store
+	fm  docfmt.Rules // how document versions read (the store's format)
 }
 
 // openStore opens the store in dir, read-only unless write is set. On
@@ -50,7 +52,7 @@ func openStore(dir string, write bool) (*store, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	return &store{dir: dir, db: db, kv: kv}, nil
+	return &store{dir: dir, db: db, kv: kv, fm: docfmt.RulesOf(link.Format(db))}, nil
 }
 
 // openFailed reports why the store in dir did not open and returns
