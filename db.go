@@ -19,11 +19,13 @@ import (
 //
 // Format 2 adds document delete markers (a deleted document's versions are
 // never reused) and records how the default value codec names struct
-// fields; format 1 stores are upgraded in place, keeping Go field names.
-// Format 3 adds the expiry header of document versions with a time to
-// live (versioned.Options.TTL), which an older tipkv would read as a
-// value that does not decode; format 2 stores are upgraded in place (they
-// hold no header).
+// fields; format 1 stores keep Go field names. Format 3 adds the expiry
+// header of document versions with a time to live (versioned.Options.TTL)
+// and the escape of documents that start with the byte C1, which an older
+// tipkv would read as values that do not decode. Stores of format 1 and 2
+// are upgraded in place: their document values that start with C1 (which
+// they stored as documents) are escaped, so that every value reads as it
+// did (see the package doc, Stability).
 const FormatVersion = 3
 
 // Options configure a DB. A nil *Options is valid and means the defaults.

@@ -1,7 +1,8 @@
 // Package docfmt holds the details of the document value format that tools
 // must know besides the codec: the delete marker, the escape and the
-// expiry header. Package versioned writes them and cmd/tipkv and
-// internal/check read them; nothing else may depend on them.
+// expiry header. Package versioned writes them, the root package's
+// upgrade rewrites the values of older formats into them, and cmd/tipkv
+// and internal/check read them; nothing else may depend on them.
 //
 // A version's stored value is one of:
 //
@@ -24,12 +25,14 @@
 // Store format 1 had no delete marker, header or escape: every value was
 // the document, the single byte C1 included. Format 2 added the delete
 // marker and refused only the single byte C1 as a document, so raw or
-// string codecs could store documents starting with C1 00 or C1 01 and 8
-// more bytes, which format 3 would read as escaped or expiring. Upgrade
-// says what a value of an older format becomes when its store is upgraded
-// to format 3 (tipkv.Open rewrites those values before any read), so that
-// it reads as it did; Rules read a store that has not been upgraded yet
-// (opened read-only) by the rules of its own format.
+// string codecs could store documents that start with C1 00, or with
+// C1 01 and 8 more bytes, which format 3 reads as escaped or expiring.
+// When tipkv.Open upgrades a store of format 1 or 2, it rewrites every
+// document value that starts with C1 (format 2's delete markers aside) as
+// Upgrade says, C1 00 | value, before anything reads the store: each reads
+// by format 3 as it read by its own format, and the store then holds only
+// values format 3 writes (Canonical). A store not yet upgraded, opened
+// read-only, is read by its own format's Rules.
 package docfmt
 
 import (
