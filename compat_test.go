@@ -140,6 +140,9 @@ func TestCompatCorpus(t *testing.T) {
 			sameKeys(t, db, &m)
 			checkCorpus(t, db, &m)
 			require.NoError(t, db.Close())
+			marker, err := os.ReadFile(filepath.Join(dir, "TIPKV"))
+			require.NoError(t, err)
+			require.Equal(t, fmt.Sprintf("tipkv store format %d\n", tipkv.FormatVersion), string(marker), "the marker file names the new format")
 
 			db, err = tipkv.Open(dir, &tipkv.Options{Clock: clock})
 			require.NoError(t, err)

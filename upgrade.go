@@ -186,7 +186,7 @@ func (db *DB) finishUpgrade(st *upgradeStats) error {
 func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) (err error) {
 	maxOps, budget := upgradeChunkOps, upgradeChunkBytes
 	if db.caps.MaxBatchOps > 0 {
-		maxOps = min(maxOps, db.caps.MaxBatchOps-1) // one write for the upgrade key
+		maxOps = max(1, min(maxOps, db.caps.MaxBatchOps-1)) // one write for the upgrade key
 	}
 	hardBytes := 0 // the most one rewrite may take, 0: no limit
 	if db.caps.MaxBatchBytes > 0 {

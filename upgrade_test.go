@@ -359,16 +359,24 @@ func TestUpgradeSharedConcurrent(t *testing.T) {
 			hub := sharedstore.New(sharedLegacy(t, format, docs), sharedstore.Options{MaxBatchOps: 8})
 			defer tipkv.SetUpgradeChunk(50, 1024)()
 
-			// "slow" waits at its first chunk until another process has
-			// made a chunk durable, so its own commit of that chunk fails.
-			other := make(chan struct{})
-			var once, slowOnce sync.Once
+			// "slow" reads its first chunk, then waits until another process
+			// has made a chunk durable, so that its own commit of that chunk
+			// fails; the others wait, before their first step, until slow
+			// has read its chunk.
+			ready, other := make(chan struct{}), make(chan struct{})
+			var readyOnce, otherOnce sync.Once
 			defer tipkv.SetUpgradeHook(func(db *tipkv.DB, step string, escaped int) {
 				switch {
 				case db.Dir() == "slow" && step == "apply":
-					slowOnce.Do(func() { <-other })
-				case db.Dir() != "slow" && step == "durable":
-					once.Do(func() { close(other) })
+					readyOnce.Do(func() {
+						close(ready)
+						<-other
+					})
+				case db.Dir() != "slow":
+					<-ready
+					if step == "durable" {
+						otherOnce.Do(func() { close(other) })
+					}
 				}
 			})()
 			logs := &recordLogs{}
