@@ -72,9 +72,9 @@ const upgradeReserve = 16 << 10
 
 // upgradeHook, when set (by tests), is called at each step of an upgrade:
 // "begin" before the first batch, "started" after it, "apply" before a
-// chunk's batch is
-// applied, "applied" after it is applied and before it is durable, and
-// "durable" after. escaped is the number of values the chunk rewrites.
+// chunk's batch is applied, "applied" after it is applied and before it is
+// durable, and "durable" after. escaped is the number of values the chunk
+// rewrites.
 var upgradeHook func(db *DB, step string, escaped int)
 
 func (db *DB) upgradeStep(step string, escaped int) {
@@ -183,7 +183,7 @@ func (db *DB) finishUpgrade(st *upgradeStats) error {
 // upgradeChunk upgrades the next chunk of the versions family from u.next,
 // in one batch that moves the upgrade key (cur) on, or deletes it after the
 // family's last key.
-func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) (err error) {
+func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) error {
 	maxOps, budget := upgradeChunkOps, upgradeChunkBytes
 	if db.caps.MaxBatchOps > 0 {
 		maxOps = max(1, min(maxOps, db.caps.MaxBatchOps-1)) // one write for the upgrade key
@@ -203,11 +203,7 @@ func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) (err er
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer it.Close() // on an early return; a second Close returns nil
 	var last []byte
 	scanned, escaped, size, done := 0, 0, 0, true
 	for ok := it.First(); ok; ok = it.Next() {
@@ -239,7 +235,7 @@ func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) (err er
 		last = append(last[:0], k...)
 		scanned++
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Close(); err != nil { // before the commit: a shared engine's view is released
 		return err
 	}
 	if done {

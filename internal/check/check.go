@@ -24,7 +24,10 @@ import (
 type Options struct {
 	// Values also checks that every document, event and message payload
 	// decodes as msgpack or JSON (a document version may also be a delete
-	// marker), except under the names in Raw.
+	// marker), except under the names in Raw, and that no document version
+	// of a store of the current format starts with the byte C1 unless it
+	// is a delete marker, an escape or an expiry header (whatever the
+	// codec).
 	Values bool
 	// Raw names collections, streams and queues whose values use another
 	// codec.
@@ -353,7 +356,7 @@ func (ck *checker) version(k []byte, coll string, rest, v []byte) {
 		ck.add("versions", k, "versions %d then %d: %s missing", ck.prevVersion, n, missing)
 	}
 	ck.prevVersion = n
-	if ck.fm.Current() && !docfmt.Canonical(v) {
+	if ck.o.Values && ck.fm.Current() && !docfmt.Canonical(v) {
 		ck.add("value", k, "starts with the byte c1 but is no delete marker, escape or expiry header: it was stored by format 2, and the store was upgraded to format 3 without escaping it (as tipkv did until issue 24 was fixed), so its values of format 2 that start with c1 00 or c1 01 may read differently than they were written")
 	}
 	if ck.o.Values && !ck.o.Raw[coll] && !ck.fm.IsDeleteMarker(v) {
