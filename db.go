@@ -20,11 +20,13 @@ import (
 //
 // Format 2 adds document delete markers (a deleted document's versions are
 // never reused) and records how the default value codec names struct
-// fields; format 1 stores are upgraded in place, keeping Go field names.
-// Format 3 adds the expiry header of document versions with a time to
-// live (versioned.Options.TTL), which an older tipkv would read as a
-// value that does not decode; format 2 stores are upgraded in place (they
-// hold no header).
+// fields; format 1 stores keep Go field names. Format 3 adds the expiry
+// header of document versions with a time to live (versioned.Options.TTL)
+// and the escape of documents that start with the byte C1, which an older
+// tipkv would read as values that do not decode. Stores of format 1 and 2
+// are upgraded in place: their document values that start with C1 (which
+// they stored as documents) are escaped, so that every value reads as it
+// did (see the package doc, Stability).
 const FormatVersion = 3
 
 // Options configure a DB. A nil *Options is valid and means the defaults.
@@ -225,13 +227,27 @@ func metaKey(name string) []byte {
 
 // checkFormat records the format inside the key space too (a shared engine
 // has no directory to put a marker file in) and checks it: a newer format
-// is refused, an older one upgraded when the DB may write, and a store
-// whose marker says it was created but whose format key is gone has lost
-// its data.
+// is refused, an older one upgraded when the DB may write (upgrade.go), and
+// a store whose marker says it was created but whose format key is gone
+// has lost its data.
 func (db *DB) checkFormat(m pebblestore.Marker) error {
-	v, err := db.core.Store.Get(formatKey)
-	switch {
-	case errors.Is(err, engine.ErrNotFound):
+	db.core.Format = FormatVersion
+	for {
+		err := db.readFormat(m)
+		if !errors.Is(err, engine.ErrConditionFailed) && !errors.Is(err, engine.ErrUnknownOutcome) {
+			return err
+		}
+		// Another process of a shared engine began the upgrade first, or
+		// the first batch's outcome is unknown: read the format again.
+	}
+}
+
+func (db *DB) readFormat(m pebblestore.Marker) error {
+	mk, err := db.readMeta()
+	if err != nil {
+		return fmt.Errorf("tipkv: open %s: %w", db.core.Name, err)
+	}
+	if mk.format == nil {
 		if m.Exists && !m.Creating {
 			return fmt.Errorf("%w: %s has lost its data: its marker file says a store was created there, but the store is empty (were its write-ahead log or table files deleted?)", ErrCorrupt, db.core.Name)
 		}
@@ -239,28 +255,77 @@ func (db *DB) checkFormat(m pebblestore.Marker) error {
 			return nil
 		}
 		return db.writeFormat("json")
-	case err != nil:
-		return fmt.Errorf("tipkv: open %s: %w", db.core.Name, err)
 	}
-	n, err := strconv.Atoi(string(v))
+	n, err := strconv.Atoi(string(mk.format))
 	if err != nil {
-		return fmt.Errorf("%w: %s: format key holds %q", ErrFormat, db.core.Name, v)
+		return fmt.Errorf("%w: %s: format key holds %q", ErrFormat, db.core.Name, mk.format)
 	}
 	if n > FormatVersion {
 		return fmt.Errorf("%w: %s holds format %d; this tipkv reads format %d and older", ErrFormat, db.core.Name, n, FormatVersion)
 	}
-	names, err := db.core.Store.Get(namesKey)
-	switch {
-	case errors.Is(err, engine.ErrNotFound):
+	names := mk.names
+	if names == nil {
 		names = []byte("go") // format 1
-	case err != nil:
-		return fmt.Errorf("tipkv: open %s: %w", db.core.Name, err)
 	}
 	db.core.LegacyNames = string(names) == "go"
-	if n < FormatVersion && !db.opts.ReadOnly {
-		return db.writeFormat(string(names))
+	var up upgradeState
+	if mk.upgrade != nil {
+		if up, err = parseUpgrade(mk.upgrade); err != nil {
+			return fmt.Errorf("%s: %w", db.core.Name, err)
+		}
 	}
-	return nil
+	switch {
+	case mk.upgrade != nil && n <= up.from:
+		return fmt.Errorf("%w: %s holds format %d and an upgrade from format %d", ErrCorrupt, db.core.Name, n, up.from)
+	case mk.upgrade != nil && db.opts.ReadOnly:
+		return fmt.Errorf("%w: %s: its upgrade from format %d to %d was interrupted, and part of its values are of each format; open it once for writing (without ReadOnly) to finish the upgrade", ErrFormat, db.core.Name, up.from, n)
+	case mk.upgrade != nil:
+		if err := db.finishUpgrade(&upgradeStats{start: time.Now()}); err != nil {
+			return err
+		}
+		return db.readFormat(m) // upgraded to n: on to FormatVersion if n is older
+	case n == FormatVersion:
+		return nil
+	case db.opts.ReadOnly && db.core.Caps.Shared:
+		return fmt.Errorf("%w: %s holds format %d, and another process may upgrade it to %d while this one reads it: open it once for writing (without ReadOnly) to upgrade it", ErrFormat, db.core.Name, n, FormatVersion)
+	case db.opts.ReadOnly:
+		db.core.Format = n // read by its own format's rules
+		return nil
+	}
+	return db.upgrade(n, mk.format, string(names))
+}
+
+// meta holds the meta keys that say a store's format: each nil if absent.
+type meta struct {
+	format, names, upgrade []byte
+}
+
+// readMeta reads the meta keys in one view of the store: another process
+// of a shared engine may move them meanwhile.
+func (db *DB) readMeta() (mk meta, err error) {
+	snap, err := db.core.Store.NewSnapshot()
+	if err != nil {
+		return meta{}, err
+	}
+	defer func() {
+		if cerr := snap.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for _, f := range []struct {
+		key []byte
+		dst *[]byte
+	}{{formatKey, &mk.format}, {namesKey, &mk.names}, {upgradeKey, &mk.upgrade}} {
+		v, err := snap.Get(f.key)
+		switch {
+		case errors.Is(err, engine.ErrNotFound):
+		case err != nil:
+			return meta{}, err
+		default:
+			*f.dst = append([]byte{}, v...) // not nil, even when empty
+		}
+	}
+	return mk, nil
 }
 
 // writeFormat writes the current format and the value naming, in one

@@ -68,13 +68,26 @@
 // after 1.0 alike. Every release reads every format an earlier release
 // wrote. A store of a newer format is refused with [ErrFormat] and left as
 // it is, never misread. An older format is upgraded in place only when the
-// store is opened for writing (a ReadOnly open changes nothing), and what
-// was fixed when the store was created, such as how struct fields are
-// named, is kept. There is no downgrade: upgrade every process that opens a
-// store before the first one writes it. Any change to what is stored (key
-// layout, the comparer name "tipkv.v1", value encoding, a new key family)
-// comes with a new format version. Values are decoded into your types as
-// they are now; package codec says what a change of a type's shape does.
+// store is opened for writing (a ReadOnly open changes nothing and reads
+// the store by its own format), and what was fixed when the store was
+// created, such as how struct fields are named, is kept. There is no
+// downgrade: upgrade every process that opens a store before the first one
+// writes it. Any change to what is stored (key layout, the comparer name
+// "tipkv.v1", value encoding, a new key family) comes with a new format
+// version. Values are decoded into your types as they are now; package
+// codec says what a change of a type's shape does.
+//
+// An upgrade never changes what a stored key or value reads as. Where a
+// new format gives meaning to bytes an older one stored as data (format 2
+// gave the single byte C1 a meaning, format 3 the document values that
+// start with C1), the upgrade rewrites those values so that they read as
+// before, in bounded batches that record how far it got: an upgrade
+// stopped at any point (a crash, a kill) is finished by the next Open for
+// writing, or never began, and an older release refuses the store as soon
+// as it began. Every format has a compatibility corpus under
+// testdata/compat: a small store written by that format's own code, and a
+// manifest of what it holds, which a test opens, upgrades and compares
+// with today's code; a format bump adds its corpus in the same change.
 //
 // # Durability and concurrency
 //

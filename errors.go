@@ -45,8 +45,11 @@ var (
 	ErrInvalid = engine.ErrInvalid
 
 	// ErrFormat is returned by Open when the directory is not a tipkv store,
-	// or holds a store of a newer format than this version reads. Open
-	// changes nothing in that case.
+	// or holds a store of a newer format than this version reads; and by a
+	// ReadOnly Open of a store whose upgrade was interrupted, or of a store
+	// of an older format on a shared engine (another process could upgrade
+	// it meanwhile): open it once for writing. Open changes nothing in
+	// those cases.
 	ErrFormat = engine.ErrFormat
 
 	// ErrLocked is returned by Open when the store is already open, in

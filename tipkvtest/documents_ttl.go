@@ -78,6 +78,7 @@ func testTTLHidesExpiredVersions(t *testing.T, b backend) {
 		require.Contains(t, err.Error(), "expired")
 		require.Equal(t, []int64{2}, versionsOf(drain(t, r.History("a", tipkv.Query{}))))
 		require.Equal(t, []int64{2}, versionsOf(drain(t, r.History("a", tipkv.Query{Limit: 1}))))
+		require.Empty(t, drain(t, r.History("b", tipkv.Query{})), "its only version expired (History sought it again for ever)")
 		require.Equal(t, []string{"a"}, idsOf(drain(t, r.LatestAll(tipkv.Query{}))))
 		many, err := r.LatestMany("a", "b")
 		require.NoError(t, err)

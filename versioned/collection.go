@@ -123,6 +123,7 @@ type Collection[T any] struct {
 	keep   int64 // Options.KeepVersions
 	ttl    time.Duration
 	clock  func() time.Time
+	fm     docfmt.Rules // how stored values read: the store's format (an older one only on a ReadOnly DB not yet upgraded)
 	meters *collMeters
 
 	filter  *filterSlot // Options.MissFilter (see filter.go), or nil
@@ -144,6 +145,7 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 	s := w.ln.Store
 	c := &Collection[T]{db: db, store: s, w: w, name: name, prefix: namePrefix(codec.FamilyVersions, name), shared: s.Caps().Shared}
 	c.meters = w.collectionMeters(name)
+	c.fm = docfmt.RulesOf(w.ln.Format)
 	if opts != nil {
 		if opts.KeepVersions < 0 {
 			return nil, fmt.Errorf("%w: collection %q: KeepVersions %d", tipkv.ErrInvalid, name, opts.KeepVersions)

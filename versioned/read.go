@@ -11,7 +11,6 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
-	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // Doc is one version of a document, as a read returns it. Value is decoded
@@ -51,12 +50,12 @@ func (d Doc[T]) Cursor() tipkv.Cursor {
 // zeroed first (a codec may merge into what is there) but not after: the
 // caller clears a scratch it keeps.
 func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
-	if docfmt.IsDeleteMarker(raw) {
+	if c.fm.IsDeleteMarker(raw) {
 		return Doc[T]{ID: id, Version: v, Deleted: true, coll: c.name, kind: kind}, nil
 	}
 	var zero T
 	*scratch = zero
-	enc, _ := docfmt.Split(raw)
+	enc, _ := c.fm.Split(raw)
 	err := c.codec.Decode(enc, scratch)
 	val := *scratch
 	if err != nil {
@@ -71,10 +70,10 @@ func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *
 // expired reports whether raw, a stored version value, has expired by the
 // DB's clock (read only for a version with an expiry).
 func (c *Collection[T]) expired(raw []byte) bool {
-	if !docfmt.HasExpiry(raw) {
+	if !c.fm.HasExpiry(raw) {
 		return false
 	}
-	return docfmt.Expired(raw, c.clock().UnixNano())
+	return c.fm.Expired(raw, c.clock().UnixNano())
 }
 
 // docOne is doc with a recycled scratch, for the point reads: an expired
@@ -198,7 +197,7 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
 	}
-	if docfmt.IsDeleteMarker(raw) {
+	if c.fm.IsDeleteMarker(raw) {
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: got, kind: deletedDoc}
 	}
 	return c.docOne(id, got, raw)
@@ -228,7 +227,7 @@ func (c *Collection[T]) get(r engine.Reader, id string, v int64) (Doc[T], error)
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
-	if docfmt.IsDeleteMarker(raw) {
+	if c.fm.IsDeleteMarker(raw) {
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: v, kind: deletedDoc}
 	}
 	return c.docOne(id, v, raw)
@@ -379,7 +378,7 @@ func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc
 		if err != nil {
 			return err
 		}
-		if docfmt.IsDeleteMarker(raw) || c.expired(raw) {
+		if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
 			continue
 		}
 		d, err := c.doc(id, v, raw, kindAll, scratch)
@@ -543,7 +542,7 @@ func (c *Collection[T]) latestMany(r engine.Reader, ids []string) (docs []Doc[T]
 		if err != nil {
 			return nil, fmt.Errorf("%s, version %d: %w", c.where(ids[i]), v, err)
 		}
-		if docfmt.IsDeleteMarker(raw) || c.expired(raw) {
+		if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
 			continue
 		}
 		if docs[i], err = c.doc(ids[i], v, raw, kindHistory, scratch); err != nil {

@@ -137,9 +137,10 @@ type newestScan struct {
 	it    engine.Iter
 	buf   *[]byte // holds the bounds until close
 	lo    []byte
-	plen  int // length of the prefix
-	limit int // 0: none
-	count int
+	plen  int   // length of the prefix
+	limit int   // 0: none
+	count int   // keys counted against limit (a caller may uncount one it skips)
+	moved bool  // the seek is done: later calls step with Next
 	n     int64 // the current key's number
 	err   error
 }
@@ -173,7 +174,8 @@ func (sc *newestScan) next() bool {
 		return false
 	}
 	var ok bool
-	if sc.count == 0 {
+	if !sc.moved {
+		sc.moved = true
 		ok = sc.it.SeekGE(sc.lo)
 	} else {
 		ok = sc.it.Next()

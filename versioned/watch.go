@@ -10,7 +10,6 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
-	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // ChangeKind says what a Change reports.
@@ -355,7 +354,7 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 			return nil, false, err
 		}
 		kind := ChangePut
-		if docfmt.IsDeleteMarker(vs[i].raw) {
+		if c.fm.IsDeleteMarker(vs[i].raw) {
 			kind = ChangeDelete
 		}
 		changes = append(changes, Change[T]{Kind: kind, Doc: d})

@@ -29,6 +29,11 @@ Reads every key once and verifies that:
     also allowed to be a delete marker (the single byte c1), and every
     queue header and
     queue state parses;
+  - no document version (whatever its codec) starts with the byte c1 but
+    a delete marker, an escape (c1 00) or an expiry header (c1 01): any
+    other was left by an upgrade from format 2 that did not escape it, so
+    the store's values of format 2 that start with c1 00 or c1 01 may read
+    differently than they were written;
   - no queue message lies below its queue's head (consumed messages are
     deleted), no head is past its tail, sequence numbers are >= 1, and no
     sequence number is both a message and a dead letter.

@@ -100,7 +100,7 @@ func dump(c *ctx, dir string, only *familyInfo, prefix string, rawHex bool, limi
 				return errStop
 			}
 			n++
-			rec := decodeRecord(decodeKey(k), v)
+			rec := decodeRecord(decodeKey(k), v, s.fm)
 			if enc != nil {
 				return enc.Encode(rec.fields(rawHex))
 			}

@@ -64,7 +64,7 @@ func feed(c *ctx, dir, stream string, n int, since int64) int {
 	}
 	defer s.close()
 
-	entries, newest, found, err := s.readNewest(segPrefix(codec.FamilyFeed, stream), nil, n, since)
+	entries, newest, found, err := s.readNewest(segPrefix(codec.FamilyFeed, stream), nil, n, since, false)
 	if err != nil {
 		return c.failf(exitFail, "%v", err)
 	}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"math"
 	"strconv"
 
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 var historyCommand = &command{
@@ -59,7 +57,7 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	if asOf.set {
 		from = codec.AppendDesc(append([]byte(nil), prefix...), asOf.v)
 	}
-	entries, latest, found, err := s.readNewest(prefix, from, n, math.MinInt64)
+	entries, latest, found, err := s.readNewest(prefix, from, n, math.MinInt64, true)
 	if err != nil {
 		return c.failf(exitFail, "%v", err)
 	}
@@ -70,7 +68,7 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	if c.json {
 		list := []any{}
 		for _, e := range entries {
-			if docfmt.IsDeleteMarker(e.value.raw) {
+			if s.fm.IsDeleteMarker(e.value.raw) {
 				list = append(list, object{{"version", e.n}, {"deleted", true}})
 				continue
 			}
@@ -82,7 +80,7 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 	} else {
 		t := newTable(c.stdout, "VERSION", "VALUE")
 		for _, e := range entries {
-			if docfmt.IsDeleteMarker(e.value.raw) {
+			if s.fm.IsDeleteMarker(e.value.raw) {
 				t.row(e.n, "(deleted)")
 				continue
 			}
@@ -98,9 +96,10 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 
 // readNewest reads the keys under prefix of a newest-first family: up to
 // limit entries (0: all), starting at from (nil: the newest) and stopping
-// before the first number below min. It also returns the newest number
+// before the first number below min. docs says the values are document
+// versions (else feed events). It also returns the newest number
 // under prefix; found is false when there is none.
-func (s *store) readNewest(prefix, from []byte, limit int, min int64) (entries []numbered, newest int64, found bool, err error) {
+func (s *store) readNewest(prefix, from []byte, limit int, min int64, docs bool) (entries []numbered, newest int64, found bool, err error) {
 	end := codec.PrefixEnd(prefix)
 	number := func(k []byte) (int64, error) {
 		n, _, err := codec.DecodeDesc(k[len(prefix):])
@@ -134,7 +133,11 @@ func (s *store) readNewest(prefix, from []byte, limit int, min int64) (entries [
 		if n < min {
 			return errStop
 		}
-		entries = append(entries, numbered{n, decode(bytes.Clone(v))})
+		d := decode(v)
+		if docs {
+			d = decodeDoc(v, s.fm)
+		}
+		entries = append(entries, numbered{n, d})
 		return nil
 	})
 	return entries, newest, found, err

@@ -91,12 +91,22 @@ type decoded struct {
 // a whole msgpack value (the integers 48 to 57): it shows as msgpack. raw
 // is copied: a scan's value is the iterator's, valid only until its next
 // step.
-//
-// A document version with a time to live has an expiry header before the
-// document (package docfmt): it is shown apart, and the document decoded.
 func decode(raw []byte) decoded {
 	raw = bytes.Clone(raw)
-	doc, exp := docfmt.Split(raw)
+	return decodeBytes(raw, raw, 0)
+}
+
+// decodeDoc decodes a stored document version read by the rules fm (of the
+// store's format): one with a time to live has an expiry header before the
+// document (package docfmt), shown apart, and one escaped has the escape
+// before it; the document is decoded as decode does.
+func decodeDoc(raw []byte, fm docfmt.Rules) decoded {
+	raw = bytes.Clone(raw)
+	doc, exp := fm.Split(raw)
+	return decodeBytes(doc, raw, exp)
+}
+
+func decodeBytes(doc, raw []byte, exp int64) decoded {
 	v, err := decodeValue(doc)
 	if err != nil && json.Valid(doc) {
 		var buf bytes.Buffer

@@ -271,8 +271,33 @@ func TestDecodeShowsTheExpiry(t *testing.T) {
 	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	v, err := codec.Msgpack[map[string]int]{}.Append(nil, map[string]int{"a": 1})
 	require.NoError(t, err)
-	d := decode(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...))
+	d := decodeDoc(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...), docfmt.Rules{})
 	require.NoError(t, d.err)
 	require.Equal(t, `{"a":1} (expires 2030-01-02T03:04:05Z)`, d.cell())
 	require.Contains(t, d.fields(), field{"expires", "2030-01-02T03:04:05Z"})
+}
+
+// Only document versions have expiry headers and escapes, and only from
+// format 3: a feed event that starts with C1 01, or a document of a format
+// 2 store that does, is shown as stored, not as a value that expires.
+func TestC1ValuesShowAsStored(t *testing.T) {
+	header := []byte{0xc1, 0x01, 0, 0, 0, 0, 0, 0, 0, 5, 0x01}
+	doc := codec.AppendDesc(codec.AppendString(codec.AppendString([]byte{0x01}, "blobs"), "a"), 1)
+	event := codec.AppendDesc(codec.AppendString([]byte{0x04}, "raw"), 7)
+	for _, format := range []string{"2", strconv.Itoa(tipkv.FormatVersion)} {
+		dir := writeStore(t, func(db *tipkv.DB) {
+			set(t, db, event, header, codec.AppendString([]byte{0x00}, "format"), []byte(format))
+			if format == "2" {
+				set(t, db, doc, header)
+			} else {
+				set(t, db, doc, append([]byte{0xc1, 0x00}, header...)) // what Put writes
+			}
+		})
+		out := cliOK(t, "feed", dir, "raw")
+		require.Contains(t, out, "c101000000000000000501 (neither msgpack nor JSON)", "format %s", format)
+		require.NotContains(t, out, "expires")
+		out = cliOK(t, "history", dir, "blobs", "a")
+		require.Contains(t, out, "c101000000000000000501 (neither msgpack nor JSON)", "format %s", format)
+		require.NotContains(t, out, "expires")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // record is one key and its value, each decoded by the key's family.
@@ -33,8 +34,9 @@ type record struct {
 
 var formatName = []byte("format")
 
-// decodeRecord decodes k's value v by k's family. k and v are copied.
-func decodeRecord(k key, v []byte) record {
+// decodeRecord decodes k's value v by k's family, a document version by the
+// rules fm of the store's format. k and v are copied.
+func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 	v = bytes.Clone(v)
 	r := record{key: k, raw: v}
 	if k.fam == nil || !k.complete() {
@@ -76,7 +78,10 @@ func decodeRecord(k key, v []byte) record {
 			return r
 		}
 		r.header = object{{"head", st.head}, {"tail", st.tail}}
-	default: // versions, feed
+	case codec.FamilyVersions:
+		r.msgpack = true
+		r.value = decodeDoc(v, fm)
+	default: // feed
 		r.msgpack = true
 		r.value = decode(v)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -14,6 +15,7 @@ type store struct {
 	dir string
 	db  *tipkv.DB
 	kv  engine.Store
+	fm  docfmt.Rules // how document versions read (the store's format)
 }
 
 // openStore opens the store in dir, read-only unless write is set. On
@@ -45,12 +47,12 @@ func openStore(dir string, write bool) (*store, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, err := link.StoreOf(db)
+	ln, err := link.Of(db)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
-	return &store{dir: dir, db: db, kv: kv}, nil
+	return &store{dir: dir, db: db, kv: ln.Store, fm: docfmt.RulesOf(ln.Format)}, nil
 }
 
 // openFailed reports why the store in dir did not open and returns

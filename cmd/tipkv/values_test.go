@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -121,7 +122,7 @@ func FuzzDecode(f *testing.F) {
 	ts, _ := msgpack.Marshal(time.Unix(1, 2))
 	f.Add([]byte{0x01}, ts)
 	f.Fuzz(func(t *testing.T, k, v []byte) {
-		r := decodeRecord(decodeKey(k), v)
+		r := decodeRecord(decodeKey(k), v, docfmt.Rules{})
 		_ = r.valueText()
 		if _, err := marshal(r.fields(true)); err != nil {
 			t.Fatalf("fields do not marshal: %v", err)

@@ -24,7 +24,10 @@ import (
 type Options struct {
 	// Values also checks that every document, event and message payload
 	// decodes as msgpack or JSON (a document version may also be a delete
-	// marker), except under the names in Raw.
+	// marker), except under the names in Raw, and that no document version
+	// of a store of the current format starts with the byte C1 unless it
+	// is a delete marker, an escape or an expiry header (whatever the
+	// codec).
 	Values bool
 	// Raw names collections, streams and queues whose values use another
 	// codec.
@@ -108,6 +111,7 @@ type checker struct {
 	rep Report
 
 	sawFormat   bool
+	fm          docfmt.Rules // how document versions read: by the store's format
 	prevDoc     []byte
 	prevVersion int64
 	gapShown    bool
@@ -208,7 +212,12 @@ func (ck *checker) visit(f Family, k, v []byte) {
 				ck.add("format", k, "format key holds %q", v)
 			case ck.o.FormatVersion > 0 && n > ck.o.FormatVersion:
 				ck.add("format", k, "store format %d is newer than this tipkv's %d", n, ck.o.FormatVersion)
+			default:
+				ck.fm = docfmt.RulesOf(n)
 			}
+		}
+		if name == "upgrade" {
+			ck.add("format", k, "an upgrade of the store's format is unfinished (%q): open the store for writing to finish it", v)
 		}
 	case 0x01:
 		ck.version(k, name, rest, v)
@@ -347,8 +356,11 @@ func (ck *checker) version(k []byte, coll string, rest, v []byte) {
 		ck.add("versions", k, "versions %d then %d: %s missing", ck.prevVersion, n, missing)
 	}
 	ck.prevVersion = n
-	if ck.o.Values && !ck.o.Raw[coll] && !docfmt.IsDeleteMarker(v) {
-		doc, _ := docfmt.Split(v)
+	if ck.o.Values && ck.fm.Current() && !docfmt.Canonical(v) {
+		ck.add("value", k, "starts with the byte c1 but is no delete marker, escape or expiry header: it was stored by format 2, and the store was upgraded to format 3 without escaping it (as tipkv did until issue 24 was fixed), so its values of format 2 that start with c1 00 or c1 01 may read differently than they were written")
+	}
+	if ck.o.Values && !ck.o.Raw[coll] && !ck.fm.IsDeleteMarker(v) {
+		doc, _ := ck.fm.Split(v)
 		ck.payload(k, doc)
 	}
 }

@@ -83,6 +83,8 @@ func TestProblems(t *testing.T) {
 		{"a value neither msgpack nor JSON", [][]byte{vkey("c", "a", 2), {0xc1, 0xc1}}, "value", "not msgpack"},
 		{"no format key", [][]byte{codec.AppendString([]byte{0x00}, "format"), nil}, "format", "no format key"},
 		{"a newer format", [][]byte{codec.AppendString([]byte{0x00}, "format"), []byte("99")}, "format", "newer"},
+		{"a C1 value format 3 never writes", [][]byte{vkey("c", "a", 2), {0xc1, 0x02}}, "value", "upgraded to format 3 without escaping it"},
+		{"an unfinished upgrade", [][]byte{codec.AppendString([]byte{0x00}, "upgrade"), []byte("2 01")}, "format", "upgrade of the store's format is unfinished"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,10 +104,25 @@ func TestProblems(t *testing.T) {
 // Raw names skip the value check; Max bounds the list, not the count.
 func TestOptions(t *testing.T) {
 	s, set := store(t)
-	set(vkey("c", "a", 2), []byte{0xc1, 0xc1}, vkey("c", "a", 1), []byte{0xc1, 0xc1})
+	set(vkey("c", "a", 2), []byte{0xd4}, vkey("c", "a", 1), []byte{0xd4})
 	require.True(t, check.Store(s, check.Options{Values: true, Raw: map[string]bool{"c": true}}).Healthy())
 	r := check.Store(s, check.Options{Values: true, Max: 1})
 	require.Equal(t, 2, r.Count)
 	require.Len(t, r.Problems, 1)
 	require.True(t, check.Store(s, check.Options{}).Healthy(), "values are not checked unless asked")
+}
+
+// A store of format 2 (opened read-only, not upgraded) is checked by its
+// own rules: a value starting with C1 is a document there.
+func TestOlderFormat(t *testing.T) {
+	s, set := store(t)
+	set(codec.AppendString([]byte{0x00}, "format"), []byte("2"),
+		vkey("c", "a", 2), []byte{0xc1, 0x02}, vkey("c", "a", 1), []byte{0xc1, 0x00, 0x01})
+	r := check.Store(s, check.Options{Values: true, Raw: map[string]bool{"c": true}, FormatVersion: tipkv.FormatVersion})
+	require.NoError(t, r.Err())
+	r = check.Store(s, check.Options{Values: true, FormatVersion: tipkv.FormatVersion})
+	require.Equal(t, 2, r.Count, "%v", r.Problems)
+	for _, p := range r.Problems {
+		require.Contains(t, p.Detail, "not msgpack", "read whole: c1 00 01 is no msgpack value")
+	}
 }

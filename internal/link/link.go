@@ -47,6 +47,10 @@ type DB struct {
 	// LegacyNames says the default value codec names struct fields as
 	// format 1 did (Go names, json tags ignored).
 	LegacyNames bool
+	// Format is the store format whose rules values are read by:
+	// tipkv.FormatVersion, or an older one for a DB opened ReadOnly on a
+	// store that was not upgraded yet.
+	Format int
 	// ReadOnly refuses every write with ErrInvalid.
 	ReadOnly bool
 	// NoSync commits without waiting for durability (Options.NoSync).
