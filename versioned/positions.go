@@ -17,7 +17,7 @@ import (
 
 // positions hands out the positions of a DB's feed streams. There is one
 // per DB, shared by every Feed handle. It keeps the state of recently used
-// streams, at most about streamEntries of them: as the writer's cache
+// streams, at most about knobs.streamEntries of them: as the writer's cache
 // does, two generations, the older dropped when the newer fills, except
 // the streams that are busy (an Append in flight, a trim, a follower, or
 // a caller between pin and unpin: forgetting those could hand a position
@@ -28,10 +28,6 @@ type positions struct {
 	half     int
 }
 
-// streamEntries bounds the streams a DB opened afterwards keeps in memory.
-// A variable for tests only.
-var streamEntries = 1 << 16
-
 type positionsKey struct{}
 
 func positionsOf(db *tipkv.DB) (*positions, error) {
@@ -40,7 +36,7 @@ func positionsOf(db *tipkv.DB) (*positions, error) {
 		return nil, err
 	}
 	return ln.Services.Get(positionsKey{}, func() any {
-		half := max(streamEntries/2, 1)
+		half := max(knobs.streamEntries/2, 1)
 		return &positions{cur: make(map[string]*stream, half), old: map[string]*stream{}, half: half}
 	}).(*positions), nil
 }
