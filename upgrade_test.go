@@ -21,6 +21,7 @@ import (
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/sharedstore"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -224,7 +225,7 @@ func randomDocs(rng *rand.Rand, format, n int) map[string][]version {
 // Open reads the store as it was written, or refuses it (an upgrade half
 // done). Every value then reads as it was written, none escaped twice.
 func TestUpgradeCrash(t *testing.T) {
-	for _, seed := range crashSeeds(t, 16) {
+	for _, seed := range testutil.CrashSeeds(t, 16) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			t.Logf("replay: go test -run 'TestUpgradeCrash' -crash.seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, seed^0x0f0f))

@@ -12,21 +12,21 @@ import (
 
 // BenchmarkDeleteRuns receives and acks 1,000 messages per op, ack messages
 // at a time, deleting each acked run with one DeleteRange (delete=range) or
-// with point Deletes (delete=point), on disk. It is why rangeDeleteMin
-// exists: every new iterator re-fragments all the range tombstones in
-// Pebble's memtable, so short ones make every read slower. Run:
+// with point Deletes (delete=point), on disk. It is why
+// knobs.consumedRangeMin exists: every new iterator re-fragments all the
+// range tombstones in Pebble's memtable, so short ones make every read
+// slower. Run:
 //
 //	go test -run '^$' -bench BenchmarkDeleteRuns -benchtime 20x ./queue
 func BenchmarkDeleteRuns(b *testing.B) {
 	for _, ack := range []int{5, 20, 50, 100, 250, 1000} {
 		for _, del := range []string{"range", "point"} {
 			b.Run(fmt.Sprintf("ack=%d,delete=%s", ack, del), func(b *testing.B) {
-				old := rangeDeleteMin
-				defer func() { rangeDeleteMin = old }()
-				rangeDeleteMin = 2
+				n := 2
 				if del == "point" {
-					rangeDeleteMin = math.MaxInt
+					n = math.MaxInt
 				}
+				defer setKnob(&knobs.consumedRangeMin, n)()
 				db, err := tipkv.Open(b.TempDir(), &tipkv.Options{NoSync: true})
 				if err != nil {
 					b.Fatal(err)

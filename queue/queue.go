@@ -283,7 +283,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			}
 			tx.OnCommit(b.commitFn)
 			tx.OnAbort(b.abortFn)
-			if enqueueWritesState {
+			if knobs.enqueueWritesState {
 				q.c.writeState(tx, nil)
 			}
 			first = b.start
@@ -310,12 +310,6 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 	}
 	return nil
 }
-
-// enqueueWritesState makes every enqueue write the queue-state key too.
-// None does (see "Head, tail and crash consistency" in the package doc): a
-// variable only so that BenchmarkEnqueueState can measure what that would
-// cost.
-var enqueueWritesState = false
 
 // encodeBuf holds encoded items until the batch has copied them; pooled,
 // so that steady enqueueing does not allocate a buffer per call.

@@ -13,7 +13,7 @@ import (
 )
 
 // storedState reads queue name's state key.
-func storedState(t *testing.T, db *tipkv.DB, name string) queuefmt.State {
+func storedState(t testing.TB, db *tipkv.DB, name string) queuefmt.State {
 	t.Helper()
 	s, err := link.StoreOf(db)
 	require.NoError(t, err)

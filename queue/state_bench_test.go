@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkEnqueueState measures what writing the queue-state key in every
-// enqueue would cost (see enqueueWritesState): 8 producer goroutines
+// enqueue would cost (see knobs.enqueueWritesState): 8 producer goroutines
 // enqueue one 100-byte message each per call, into 1 or 8 queues of one
 // DB. The two variants run in alternating rounds of 1,000 enqueues on two
 // DBs side by side, so that a busy machine slows both alike; the figures
@@ -23,16 +23,15 @@ func BenchmarkEnqueueState(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		for _, queues := range []int{1, 8} {
 			b.Run(fmt.Sprintf("sync=%v,producers=%d,queues=%d", sync, producers, queues), func(b *testing.B) {
-				old := enqueueWritesState
-				defer func() { enqueueWritesState = old }()
+				defer setKnob(&knobs.enqueueWritesState, false)()
 				none := newEnqueueBench(b, !sync, queues)
 				tail := newEnqueueBench(b, !sync, queues)
 				var tNone, tTail time.Duration
 				for i := range b.N {
 					// Alternate which goes first, too.
 					for k := range 2 {
-						enqueueWritesState = (i+k)%2 == 1
-						if enqueueWritesState {
+						knobs.enqueueWritesState = (i+k)%2 == 1
+						if knobs.enqueueWritesState {
 							tTail += tail.run(b, producers, round)
 						} else {
 							tNone += none.run(b, producers, round)

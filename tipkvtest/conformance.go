@@ -19,6 +19,9 @@
 package tipkvtest
 
 import (
+	"errors"
+	"iter"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -178,4 +181,72 @@ func OpenShared(t testing.TB, n int, opts *tipkv.Options) []*tipkv.DB {
 		}
 	}
 	return dbs
+}
+
+// checked runs a test with a backend that remembers the DBs it hands out,
+// and ends it as every conformance test ends: each store the test left
+// open checked healthy (Healthy).
+func checked(f func(*testing.T, backend)) func(*testing.T, backend) {
+	return func(t *testing.T, b backend) {
+		var mu sync.Mutex
+		var dbs []*tipkv.DB
+		keep := func(db *tipkv.DB) *tipkv.DB {
+			mu.Lock()
+			defer mu.Unlock()
+			dbs = append(dbs, db)
+			return db
+		}
+		rb := b
+		rb.Open = func(t testing.TB, opts *tipkv.Options) *tipkv.DB { return keep(b.Open(t, opts)) }
+		if b.Reopen != nil {
+			rb.Reopen = func(t testing.TB, db *tipkv.DB, opts *tipkv.Options) *tipkv.DB { return keep(b.Reopen(t, db, opts)) }
+		}
+		if b.Second != nil {
+			rb.Second = func(t testing.TB, db *tipkv.DB, opts *tipkv.Options) *tipkv.DB { return keep(b.Second(t, db, opts)) }
+		}
+		f(t, rb)
+		if t.Failed() {
+			return
+		}
+		for _, db := range dbs {
+			if s, err := link.StoreOf(db); err == nil {
+				if _, err := s.Get(metaFormatKey); errors.Is(err, engine.ErrClosed) {
+					continue // closed by the test
+				}
+			}
+			Healthy(t, db)
+		}
+	}
+}
+
+// drain reads a read to its end, failing the test on an error.
+func drain[V any](t testing.TB, seq iter.Seq2[V, error]) []V {
+	t.Helper()
+	var out []V
+	for v, err := range seq {
+		require.NoError(t, err)
+		out = append(out, v)
+	}
+	return out
+}
+
+// drainErr reads a read to its end and returns its error, checking that it
+// came last.
+func drainErr[V any](t testing.TB, seq iter.Seq2[V, error]) error {
+	t.Helper()
+	var err error
+	for _, e := range seq {
+		require.NoError(t, err, "an error was not the last pair")
+		err = e
+	}
+	return err
+}
+
+// spawn runs f in a goroutine counted by wg.
+func spawn(wg *sync.WaitGroup, f func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		f()
+	}()
 }

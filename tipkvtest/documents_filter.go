@@ -10,6 +10,14 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
+// documentFilterCases returns the tests of the miss filter
+// (versioned.Options.MissFilter).
+func documentFilterCases() []testCase {
+	return []testCase{
+		{"MissFilterHidesNothing", checked(testMissFilterHidesNothing)},
+	}
+}
+
 // versioned.Options.MissFilter never hides a document: not one written
 // by another handle without the option, concurrently with the filter's
 // build, before a reopen, or by another process on a shared engine (where

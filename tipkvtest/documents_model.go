@@ -17,6 +17,16 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
+// documentModelCases returns the model test of documents, random writes
+// checked against an in-memory model, and the test of the default codec's
+// field names.
+func documentModelCases() []testCase {
+	return []testCase{
+		{"DefaultCodecNames", checked(testDefaultCodecNames)},
+		{"Model", checked(testDocumentModel)},
+	}
+}
+
 var documentsSeed = flag.Uint64("documents.seed", 0, "seed of the documents model test (0: from the clock)")
 
 // docModel is what a collection should hold: per document, its surviving

@@ -12,217 +12,22 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/fakes"
 	"github.com/tipkv/tipkv/internal/faultstore"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/versioned"
 )
 
-// N goroutines x puts of one document: exactly versions 1..N*puts.
-func testConcurrentPutsAreDense(t *testing.T, b backend) {
-	db, users := openPeople(t, b)
-	goroutines, puts := 8, b.N(300)
-	got := make([][]int64, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		spawn(&wg, func() {
-			for i := range puts {
-				v, err := users.Put(db, "hot", person{Name: fmt.Sprint(g), Age: i})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				got[g] = append(got[g], v)
-			}
-		})
+// documentSharedCases returns the tests of documents on a shared engine,
+// where several processes write one store: writers on two handles, what a
+// handle remembers of a document another wrote, and commits that fail the
+// ways a shared engine's fail. They skip on an exclusive engine.
+func documentSharedCases() []testCase {
+	return []testCase{
+		{"SharedWriters", checked(testSharedWriters)},
+		{"SharedPutIfAfterAnotherHandle", checked(testSharedPutIfAfterAnotherHandle)},
+		{"SharedFaults", checked(testSharedFaults)},
 	}
-	wg.Wait()
-	var all []int64
-	for _, vs := range got {
-		require.True(t, slices.IsSorted(vs), "one goroutine's versions increase")
-		all = append(all, vs...)
-	}
-	slices.Sort(all)
-	require.Equal(t, run(1, int64(goroutines*puts)), all)
-	require.Equal(t, run(int64(goroutines*puts), 1), versionsOf(requireDense(t, users, "hot")))
-}
-
-// Updates that fail give their versions back: the committed versions stay
-// dense while Updates of other goroutines fail around them.
-func testConcurrentPutsWithAbortsStayDense(t *testing.T, b backend) {
-	db, users := openPeople(t, b)
-	boom := errors.New("boom")
-	var committed atomic.Int64
-	var wg sync.WaitGroup
-	for g := range 4 {
-		spawn(&wg, func() {
-			for i := range b.N(200) {
-				err := db.Update(func(bt *tipkv.Batch) error {
-					if _, err := users.Put(bt, "a", person{Age: i}); err != nil {
-						return err
-					}
-					if _, err := users.Put(bt, fmt.Sprint("side", g), person{}); err != nil {
-						return err
-					}
-					if (g+i)%3 == 0 {
-						return boom
-					}
-					return nil
-				})
-				if err == nil {
-					committed.Add(1)
-				} else if !errors.Is(err, boom) {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	require.Equal(t, run(committed.Load(), 1), versionsOf(drain(t, users.History("a", tipkv.Query{}))))
-}
-
-// Optimistic writers: each reads the latest, writes on it with PutIf, and
-// retries on conflict. Every success is a distinct version, and no update
-// is lost.
-func testConcurrentPutIf(t *testing.T, b backend) {
-	db, users := openPeople(t, b)
-	var conflicts atomic.Int64
-	goroutines, each := 6, b.N(60)
-	var wg sync.WaitGroup
-	for range goroutines {
-		spawn(&wg, func() {
-			for range each {
-				for {
-					var latest int64
-					d, err := users.Latest("counter")
-					if err == nil {
-						latest = d.Version
-					} else if !errors.Is(err, tipkv.ErrNotFound) {
-						t.Error(err)
-						return
-					}
-					v, err := users.PutIf(db, "counter", person{Age: d.Value.Age + 1}, latest)
-					if err == nil {
-						if v != latest+1 {
-							t.Errorf("PutIf(%d) wrote %d", latest, v)
-						}
-						break
-					}
-					if !errors.Is(err, tipkv.ErrConflict) {
-						t.Error(err)
-						return
-					}
-					conflicts.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	d, err := users.Latest("counter")
-	require.NoError(t, err)
-	require.Equal(t, int64(goroutines*each), d.Version)
-	require.Equal(t, goroutines*each, d.Value.Age, "no lost update")
-	t.Logf("%d conflicts", conflicts.Load())
-}
-
-// Updates that write the same documents in opposite orders never hang:
-// where two would wait for each other, the one that would close the cycle
-// fails with ErrConflict and gives its versions back, and a retry goes
-// through. Puts on the DB beside them never fail.
-func testUpdatesInOppositeOrdersDoNotDeadlock(t *testing.T, b backend) {
-	db, users := openPeople(t, b)
-	var conflicts atomic.Int64
-	rounds := b.N(100)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		spawn(&wg, func() {
-			first, second := "x", "y"
-			if g%2 == 1 {
-				first, second = second, first
-			}
-			for range rounds {
-				for {
-					err := db.Update(func(bt *tipkv.Batch) error {
-						if _, err := users.Put(bt, first, person{}); err != nil {
-							return err
-						}
-						_, err := users.Put(bt, second, person{})
-						return err
-					})
-					if err == nil {
-						break
-					}
-					if !errors.Is(err, tipkv.ErrConflict) {
-						t.Error(err)
-						return
-					}
-					conflicts.Add(1)
-				}
-				if _, err := users.Put(db, second, person{}); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, id := range []string{"x", "y"} {
-		require.Equal(t, run(int64(6*rounds), 1), versionsOf(requireDense(t, users, id)), "dense")
-	}
-	t.Logf("%d deadlocks broken", conflicts.Load())
-}
-
-// Puts and Deletes of one document from many goroutines: versions stay
-// dense, markers included, and no Delete follows a marker.
-func testConcurrentPutsAndDeletesAreDense(t *testing.T, b backend) {
-	db, users := openPeople(t, b)
-	each := b.N(150)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		spawn(&wg, func() {
-			for i := range each {
-				var err error
-				if (g+i)%4 == 0 {
-					err = users.Delete(db, "doc")
-				} else {
-					_, err = users.Put(db, "doc", person{})
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	hist := requireDense(t, users, "doc")
-	markers := requireNoMarkerAfterMarker(t, hist)
-	require.Equal(t, 3*each, len(hist)-markers, "every Put wrote a version")
-	require.Positive(t, markers)
-}
-
-// requireNoMarkerAfterMarker checks that no delete marker follows another
-// (a Delete of a deleted document writes nothing) and returns how many
-// markers hist holds.
-func requireNoMarkerAfterMarker[T any](t testing.TB, hist []versioned.Doc[T]) int {
-	t.Helper()
-	markers := 0
-	for i, d := range hist {
-		if d.Deleted {
-			markers++
-			if i+1 < len(hist) {
-				require.False(t, hist[i+1].Deleted, "marker %d follows marker %d", d.Version, hist[i+1].Version)
-			}
-		}
-	}
-	return markers
-}
-
-// docVersion names one version of a document.
-type docVersion struct {
-	id string
-	v  int64
 }
 
 // Two handles (two processes) x 4 goroutines doing Put, PutIf, Delete and
@@ -430,33 +235,6 @@ func testSharedPutIfAfterAnotherHandle(t *testing.T, b backend) {
 	require.Equal(t, run(4, 1), versionsOf(requireDense(t, a, "x")))
 }
 
-// sharedStore is a store for a test's own DB on the store of a backend's
-// DB: the backend closes the store, not the test's DB. It counts the
-// conditions that failed below any fault the test injects above it.
-type sharedStore struct {
-	engine.Store
-	failed atomic.Int64
-}
-
-func (s *sharedStore) Close() error { return nil }
-
-func (s *sharedStore) NewBatch() engine.Batch {
-	return &countingBatch{Batch: s.Store.NewBatch(), s: s}
-}
-
-type countingBatch struct {
-	engine.Batch
-	s *sharedStore
-}
-
-func (b *countingBatch) Apply(sync bool) error {
-	err := b.Batch.Apply(sync)
-	if errors.Is(err, engine.ErrConditionFailed) {
-		b.s.failed.Add(1)
-	}
-	return err
-}
-
 // Commits fail at random the ways a shared engine's fail (a condition
 // another process broke, an outcome unknown after the batch was applied or
 // before): DB.Update runs its function again after exactly the failed
@@ -470,7 +248,7 @@ func testSharedFaults(t *testing.T, b backend) {
 	}
 	s, err := link.StoreOf(base)
 	require.NoError(t, err)
-	below := &sharedStore{Store: s}
+	below := fakes.Borrow(s)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	fs := faultstore.New(below, faultstore.Odds{ConditionFailed: 0.2, UnknownApplied: 0.1, UnknownLost: 0.1}, seed)
@@ -487,7 +265,7 @@ func testSharedFaults(t *testing.T, b backend) {
 	events := map[int64]int{}
 	var unknown, reruns int
 	for step := range b.N(300) {
-		c0, a0, l0, f0 := fs.Conditions.Load(), fs.Applied.Load(), fs.Lost.Load(), below.failed.Load()
+		c0, a0, l0, f0 := fs.Conditions.Load(), fs.Applied.Load(), fs.Lost.Load(), below.FailedConditions()
 		mm := m.clone()
 		id := ids[rng.IntN(len(ids))]
 		runs, wrongPutIf, update := 1, false, false
@@ -536,7 +314,7 @@ func testSharedFaults(t *testing.T, b backend) {
 			}
 		}
 		conds, applied, lost := fs.Conditions.Load()-c0, fs.Applied.Load()-a0, fs.Lost.Load()-l0
-		stale := below.failed.Load() - f0
+		stale := below.FailedConditions() - f0
 		where := fmt.Sprintf("step %d (seed %d)", step, seed)
 		switch {
 		case wrongPutIf:
@@ -587,4 +365,10 @@ func testSharedFaults(t *testing.T, b backend) {
 	for p, v := range events {
 		require.Equal(t, v, stored[p], "position %d", p)
 	}
+}
+
+// docVersion names one version of a document.
+type docVersion struct {
+	id string
+	v  int64
 }

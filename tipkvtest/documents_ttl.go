@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
-	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/fakes"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -215,7 +214,7 @@ func testTTLPurgeKeepsRewritten(t *testing.T, b backend) {
 			base := b.Open(t, clockOpts(clock))
 			s, err := link.StoreOf(base)
 			require.NoError(t, err)
-			hs := &hookStore{Store: s}
+			hs := fakes.Borrow(s)
 			db, err := tipkv.OpenEngine(hs, "hooked", clockOpts(clock))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
@@ -233,7 +232,7 @@ func testTTLPurgeKeepsRewritten(t *testing.T, b backend) {
 
 			walk := codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "sessions")
 			ran := false
-			hs.onClose(func(lo []byte) bool { return bytes.Equal(lo, walk) }, func() {
+			hs.OnIterClose(func(lo []byte) bool { return bytes.Equal(lo, walk) }, func() {
 				ran = true
 				st, err := c2.PurgeExpired(context.Background())
 				require.NoError(t, err)
@@ -266,49 +265,6 @@ func testTTLPurgeKeepsRewritten(t *testing.T, b backend) {
 			require.ErrorIs(t, err, tipkv.ErrNotFound)
 		})
 	}
-}
-
-// hookStore is a store whose iterators run a function once, when the
-// first iterator that matches is closed: a test acts there between two
-// steps of a pass. The DB that owns the store below closes it.
-type hookStore struct {
-	engine.Store
-	hook atomic.Pointer[closeHook]
-}
-
-type closeHook struct {
-	match func(lo []byte) bool // on the iterator's lower bound
-	f     func()
-}
-
-// onClose makes f run once, after the first iterator whose lower bound
-// matches is closed.
-func (s *hookStore) onClose(match func(lo []byte) bool, f func()) {
-	s.hook.Store(&closeHook{match, f})
-}
-
-func (s *hookStore) Close() error { return nil }
-
-func (s *hookStore) NewIter(lo, hi []byte) (engine.Iter, error) {
-	it, err := s.Store.NewIter(lo, hi)
-	if err != nil {
-		return nil, err
-	}
-	return &hookIter{Iter: it, s: s, lo: bytes.Clone(lo)}, nil
-}
-
-type hookIter struct {
-	engine.Iter
-	s  *hookStore
-	lo []byte
-}
-
-func (it *hookIter) Close() error {
-	err := it.Iter.Close()
-	if h := it.s.hook.Load(); h != nil && h.match(it.lo) && it.s.hook.CompareAndSwap(h, nil) {
-		h.f()
-	}
-	return err
 }
 
 // A handle with a TTL purges expired documents in the background, at

@@ -156,7 +156,7 @@ func TestSmallVersionCache(t *testing.T) {
 // enough. (tipkvtest runs the same race on every engine with
 // the default threshold.)
 func TestTrimsRacingAppendsWithRangeDeletes(t *testing.T) {
-	defer versioned.SetRangeDeleteMin(8)()
+	defer versioned.SetDropRangeMin(8)()
 	db, f, clock := openFeed(t)
 	boom := errors.New("boom")
 	var wg sync.WaitGroup

@@ -124,7 +124,7 @@ func TestPruneInsideUpdateDeletes(t *testing.T) {
 // Long spans go with one range delete, short ones with point deletes;
 // either starts where the last drop ended, so no two ever overlap.
 func TestPruneLongSpansWithOneRangeDelete(t *testing.T) {
-	defer versioned.SetRangeDeleteMin(4)()
+	defer versioned.SetDropRangeMin(4)()
 	db, users := openUsers(t)
 	dels := traceDeletes(t)
 	putN(t, users, db, "a", 20)
@@ -235,7 +235,7 @@ func TestTrimBeforeDeletes(t *testing.T) {
 // trim ended; events appended into the trimmed past go with point deletes,
 // and no range covers the earlier ones.
 func TestTrimLongRunsWithOneRangeDelete(t *testing.T) {
-	defer versioned.SetRangeDeleteMin(4)()
+	defer versioned.SetDropRangeMin(4)()
 	db, f, _ := openFeed(t)
 	dels := traceDeletes(t)
 	sec := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }

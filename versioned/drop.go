@@ -11,11 +11,11 @@ import (
 	"github.com/tipkv/tipkv/internal/link"
 )
 
-// rangeDeleteMin is the fewest versions or events dropped at once with one
-// DeleteRange; fewer get point Deletes. Pebble fragments every range
-// tombstone of a memtable again for each new iterator after a DeleteRange,
-// so a memtable full of short range tombstones makes every read pay for
-// all of them: a loop of Put, Prune(keep 3) and Latest went from 470 us an
+// defaultDropRangeMin is the fewest versions or events dropped at once
+// with one DeleteRange (knobs.dropRangeMin); fewer get point Deletes.
+// Pebble fragments every range tombstone of a memtable again for each new
+// iterator after a DeleteRange, so a memtable full of short range
+// tombstones makes every read pay for all of them: a loop of Put, Prune(keep 3) and Latest went from 470 us an
 // iteration over its first 1,000 to 1,000 us over its 5,000th, where with
 // point deletes it stays at 8-15 us over 50,000 (BenchmarkPruneLoop). A
 // point tombstone costs nothing to a read that does not step on it, and
@@ -34,9 +34,8 @@ import (
 //	250  5.4k/5.8k    9.8k/15.0k      6.1k/14.3k
 //
 // Below 32, point deletes win for Latest by up to 23x and lose by at most
-// 1.4x elsewhere; from 50 ranges win everywhere. A variable only so that the
-// benchmarks and tests can move it.
-var rangeDeleteMin = 32
+// 1.4x elsewhere; from 50 ranges win everywhere.
+const defaultDropRangeMin = 32
 
 // latestOf fills d's latest version (and whether it is a delete marker)
 // from the store when the Tx does not know it yet.
@@ -104,8 +103,8 @@ func (d *docState) gone(clock func() time.Time) bool {
 
 // dropVersions deletes the versions [oldest, cut] of the document under
 // prefix and returns how many there were. Versions are dense, so their
-// keys are known without reading them: fewer than rangeDeleteMin get point
-// deletes, rangeDeleteMin or more one range delete. Either starts at the
+// keys are known without reading them: fewer than knobs.dropRangeMin get
+// point deletes, that many or more one range delete. Either starts at the
 // oldest remaining version, so no two tombstones ever cover one key. On a
 // shared engine (see shared.go) the oldest version is guarded and the drop
 // is always one range delete.
@@ -129,7 +128,7 @@ func dropVersions(tx *link.Tx, s engine.Reader, d *docState, prefix []byte, cut 
 		return 0, fmt.Errorf("%w: internal error: dropping versions through %d past the latest %d", tipkv.ErrInvalid, cut, d.latest)
 	}
 	n := cut - oldest + 1
-	if n < int64(rangeDeleteMin) && !shared {
+	if n < int64(knobs.dropRangeMin) && !shared {
 		key := numberKey(prefix, 0)
 		for v := oldest; v <= cut; v++ {
 			codec.AppendDesc(key[:len(prefix)], v)

@@ -38,41 +38,61 @@ func DecodeKey(b []byte) (DecodedKey, error) {
 	return DecodedKey{k.family, k.name, k.id, k.n}, err
 }
 
+// setKnob sets *k, one of knobs' fields, to v until the returned function
+// is called.
+func setKnob[T any](k *T, v T) (restore func()) {
+	old := *k
+	*k = v
+	return func() { *k = old }
+}
+
 // WrapIters makes every iterator the package opens go through wrap, until
 // the returned function is called. Not safe with parallel tests.
 func WrapIters(wrap func(engine.Iter) engine.Iter) (restore func()) {
-	wrapIter = wrap
-	return func() { wrapIter = nil }
+	return setKnob(&knobs.wrapIter, wrap)
 }
 
 // TraceDeletes calls f with every delete the package writes: [lo, hi) for
 // a range delete, hi nil for a point delete of lo; until the returned
 // function is called. Not safe with parallel tests.
 func TraceDeletes(f func(lo, hi []byte)) (restore func()) {
-	traceDelete = f
-	return func() { traceDelete = nil }
+	return setKnob(&knobs.traceDelete, f)
 }
 
-// SetRangeDeleteMin sets the fewest versions or events dropped with one
+// SetDropRangeMin sets the fewest versions or events dropped with one
 // range delete, until the returned function is called.
-func SetRangeDeleteMin(n int) (restore func()) {
-	old := rangeDeleteMin
-	rangeDeleteMin = n
-	return func() { rangeDeleteMin = old }
-}
+func SetDropRangeMin(n int) (restore func()) { return setKnob(&knobs.dropRangeMin, n) }
 
 // SetCacheEntries bounds the latest-version cache of the DBs whose first
 // handle is made afterwards, until the returned function is called.
-func SetCacheEntries(n int) (restore func()) {
-	old := cacheEntries
-	cacheEntries = n
-	return func() { cacheEntries = old }
-}
+func SetCacheEntries(n int) (restore func()) { return setKnob(&knobs.cacheEntries, n) }
 
 // OnWait calls f whenever a write starts waiting for a document or stream
 // another Update holds, until the returned function is called. Not safe
 // with parallel tests.
-func OnWait(f func()) (restore func()) {
-	onWait = f
-	return func() { onWait = nil }
+func OnWait(f func()) (restore func()) { return setKnob(&knobs.onWait, f) }
+
+// OnWatchSleep calls f whenever a Watch goes to sleep, until the returned
+// function is called. Not safe with parallel tests.
+func OnWatchSleep(f func()) (restore func()) { return setKnob(&knobs.onWatchSleep, f) }
+
+// OnFilterWalk makes f run when a miss filter build is about to walk the
+// collection, until the returned function is called. Not safe with
+// parallel tests.
+func OnFilterWalk(f func()) (restore func()) { return setKnob(&knobs.onFilterWalk, f) }
+
+// OnFilterGrown makes f run after every background grow of a miss filter,
+// until the returned function is called.
+func OnFilterGrown(f func()) (restore func()) { return setKnob(&knobs.onFilterGrown, f) }
+
+// FilterCap returns the capacity of the collection's miss filter, 0 if it
+// has none.
+func FilterCap[T any](c *Collection[T]) int64 {
+	if c.filter == nil {
+		return 0
+	}
+	if f := c.filter.cur.Load(); f != nil {
+		return f.cap
+	}
+	return 0
 }

@@ -73,10 +73,6 @@ const (
 
 var filterSeed = maphash.MakeSeed()
 
-// Test hooks: onFilterWalk runs when a build has marked the slot and is
-// about to walk; onFilterGrown after a background grow ends.
-var onFilterWalk, onFilterGrown func()
-
 func newMissFilter(capacity int64) *missFilter {
 	capacity = max(capacity, filterMinDocs)
 	nblk := (uint64(capacity)*filterBits + 511) / 512
@@ -171,8 +167,8 @@ func (c *Collection[T]) filterAdd(prefix []byte) {
 		go func() {
 			_ = c.buildFilter(true) // on failure the current filter stays: only less sharp
 			s.grow.Store(false)
-			if onFilterGrown != nil {
-				onFilterGrown()
+			if knobs.onFilterGrown != nil {
+				knobs.onFilterGrown()
 			}
 		}()
 	}
@@ -227,8 +223,8 @@ func (c *Collection[T]) buildFilter(grow bool) error {
 		}
 	}
 	w.mu.Unlock()
-	if onFilterWalk != nil {
-		onFilterWalk()
+	if knobs.onFilterWalk != nil {
+		knobs.onFilterWalk()
 	}
 	hs, err := c.walkDocs(hs)
 	if err != nil {

@@ -134,8 +134,7 @@ func TestHintSlotTakenByAnotherKey(t *testing.T) {
 // document published before the table grew is put back in its slot, if
 // free, by the first Latest that finds it under the mutex.
 func TestHintsTableGrowsWithTheCache(t *testing.T) {
-	defer func(n int) { cacheEntries = n }(cacheEntries)
-	cacheEntries = 20_000
+	defer setKnob(&knobs.cacheEntries, 20_000)()
 	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
 	require.NoError(t, err)
 	defer db.Close()

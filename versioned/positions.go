@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
 // positions hands out the positions of a DB's feed streams. There is one
 // per DB, shared by every Feed handle. It keeps the state of recently used
-// streams, at most about streamEntries of them: as the writer's cache
+// streams, at most about knobs.streamEntries of them: as the writer's cache
 // does, two generations, the older dropped when the newer fills, except
 // the streams that are busy (an Append in flight, a trim, a follower, or
 // a caller between pin and unpin: forgetting those could hand a position
@@ -28,10 +27,6 @@ type positions struct {
 	half     int
 }
 
-// streamEntries bounds the streams a DB opened afterwards keeps in memory.
-// A variable for tests only.
-var streamEntries = 1 << 16
-
 type positionsKey struct{}
 
 func positionsOf(db *tipkv.DB) (*positions, error) {
@@ -40,7 +35,7 @@ func positionsOf(db *tipkv.DB) (*positions, error) {
 		return nil, err
 	}
 	return ln.Services.Get(positionsKey{}, func() any {
-		half := max(streamEntries/2, 1)
+		half := max(knobs.streamEntries/2, 1)
 		return &positions{cur: make(map[string]*stream, half), old: map[string]*stream{}, half: half}
 	}).(*positions), nil
 }
@@ -80,42 +75,47 @@ func (p *positions) len() int {
 	return len(p.cur) + len(p.old)
 }
 
-// stream is the position state of one stream.
+// stream is what this process knows of one stream's positions (Unix
+// nanoseconds, 1 to MaxInt64). They fall into these ranges:
+//
+//	[1, low)             no event, stored or in flight (low 0: unknown,
+//	                     and the range empty); a trim starts from low, so
+//	                     that it never steps over the tombstones of the
+//	                     trims before
+//	[low, last]          stored events and free gaps, and inflight: the
+//	                     positions handed out whose Tx has neither
+//	                     committed (applied and as durable as it asked)
+//	                     nor aborted
+//	[low, bound]         settled, bound = min(last, min(inflight)-1):
+//	                     every position an Append of this process handed
+//	                     out there committed or aborted, so a follower
+//	                     may read up to bound (followBound)
+//	(last, MaxInt64]     free: Append takes the clock's time, or last+1
+//	                     when the clock is not past last
+//	[t, ties[t])         for a time t given to AppendAt at or below last:
+//	                     taken when recorded, so the next AppendAt(t)
+//	                     probes from ties[t]
+//	[1, trimmed]         dropped by a trim this process applied since the
+//	                     DB opened: the next trim's range delete starts
+//	                     above it, so that no two overlap
+//
+// An AppendAt into the past reserves inside [low, last] (or below low,
+// lowering it); a trim raises low when it is applied. While a trim is in
+// flight, watchMin is the least position in flight when it began or
+// reserved since: the trim's new low must not pass it. All fields but refs
+// are guarded by mu.
 type stream struct {
-	mu     sync.Mutex
-	loaded bool  // last has been read from the store
-	last   int64 // greatest position handed out, or stored
-	// inflight holds the positions handed out whose Tx has neither
-	// committed (applied and as durable as it asked) nor aborted. A
-	// follower sees only positions below the least of them (see
-	// followBound).
-	inflight map[int64]struct{}
-	// changed, made by a follower that waits, is closed when a position
-	// leaves inflight.
-	changed chan struct{}
-	// refs counts the callers between pin and unpin.
-	refs atomic.Int32
-	// ties maps a time given to AppendAt in the past to where its next tie
-	// may go: every position in [time, ties[time]) was taken when it was
-	// recorded. It spares a run of AppendAt calls with one time from
-	// probing the whole run each time.
-	ties map[int64]int64
-
-	// low is a lower bound of the stream's positions, 0 when unknown: no
-	// event, stored or in flight, is below it. A trim starts from it, so
-	// that it never steps over the tombstones of the trims before, and
-	// raises it when it is applied; a reservation lowers it.
-	low int64
-	// watching is set while a trim of the stream is in flight (it holds
-	// the stream in the writer); watchMin is then the least position in
-	// flight when it began or reserved since, which the trim's new low
-	// must not pass.
-	watching bool
-	watchMin int64
-	// trimmed is the greatest position a trim applied since the DB was
-	// opened dropped: a range delete starts above it, so that it never
-	// overlaps an earlier one.
-	trimmed int64
+	mu       sync.Mutex
+	loaded   bool               // last has been read from the store
+	last     int64              // top of [low, last]: the greatest position handed out or stored
+	inflight map[int64]struct{} // in [low, last]: handed out, the Tx not finished
+	ties     map[int64]int64    // t -> ties[t], for AppendAt (emptied at maxTies)
+	low      int64              // bottom of [low, last], 0 when unknown
+	trimmed  int64              // top of [1, trimmed]
+	watching bool               // a trim of the stream is in flight (it holds the stream in the writer)
+	watchMin int64              // while watching: the least position in flight since the trim began
+	changed  chan struct{}      // made by a follower that waits; closed when a position leaves inflight
+	refs     atomic.Int32       // callers between pin and unpin
 }
 
 // busy reports whether the stream's state must stay in memory.
@@ -361,148 +361,6 @@ func (t *feedTx) aborted() {
 			r.st.unload()
 		}
 	}
-}
-
-// The times a feed takes: positions are Unix nanoseconds, which an int64
-// holds from 1677 to April 2262. Writes take times in [MinTime, MaxTime]
-// and refuse others with ErrInvalid; MaxTime leaves 8.7e15 nanoseconds
-// after it, so that Append, which may place an event past the last one,
-// never runs out of positions.
-var (
-	// MinTime is the earliest time a feed writes: one nanosecond after
-	// the Unix epoch (positions are >= 1).
-	MinTime = time.Unix(0, 1).UTC()
-	// MaxTime is the latest time a feed writes: the start of 2262 (UTC).
-	MaxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
-
-	minTime = MinTime
-	maxTime = time.Unix(0, math.MaxInt64)
-)
-
-// checkTime refuses a time a feed does not write.
-func checkTime(what string, t time.Time) error {
-	if t.Before(MinTime) || t.After(MaxTime) {
-		return fmt.Errorf("%w: %s %v, outside [%v, %v]", tipkv.ErrInvalid, what, t, MinTime, MaxTime)
-	}
-	return nil
-}
-
-// unixNanos is t.UnixNano clamped to [0, MaxInt64]: a time before 1970
-// gives 0. Reads clamp; writes refuse what they would have to clamp.
-func unixNanos(t time.Time) int64 {
-	switch {
-	case t.Before(minTime):
-		return 0
-	case t.After(maxTime):
-		return math.MaxInt64
-	}
-	return t.UnixNano()
-}
-
-// Append writes event to stream at a new position: the clock's time in Unix
-// nanoseconds, or one past the stream's last position when the clock ties
-// with it or has stepped back, so that positions are unique and, per
-// process, increasing. It returns the position. w is the DB or the Batch of
-// a DB.Update, as for Collection.Put.
-//
-// The clock must read a time in [MinTime, MaxTime]; any other reading is
-// ErrInvalid and writes nothing. A stream whose last event is at the last
-// nanosecond an int64 holds (only older versions of tipkv could write
-// one) has no position after it: Append then places events as AppendAt
-// does, at the clock's time or the first free nanosecond after it.
-//
-// Positions are unique even across Updates that fail (a failed Append's
-// position may stay unused) and across restarts (the last position is read
-// back from the store). Events of concurrent Updates can commit in another
-// order than their positions: a feed is ordered by time, not by commit.
-//
-// On a shared engine positions are unique across processes too: the event
-// is written on the condition that its position is free, and if another
-// process took it first (the same clock instant), the Append runs again
-// after reading the stream's newest position. Positions increase per
-// process, not across processes, whose clocks differ.
-func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) {
-	return f.append(w, stream, 0, event)
-}
-
-// AppendAt writes event to stream at time t, or if another event holds
-// that nanosecond, at the first free one after it (and after the events
-// appended at t before): events appended at the same time keep their
-// order of appending. t must be in [MinTime, MaxTime] (after the Unix
-// epoch, before 2262); any other time is ErrInvalid and writes nothing. It
-// returns the position.
-//
-// Finding a free nanosecond in the past costs a store read per taken one,
-// so AppendAt into a dense run of events (thousands of Appends within as
-// many nanoseconds) is slow; a run of AppendAt calls with one time is not.
-func (f *Feed[T]) AppendAt(w tipkv.Writer, stream string, t time.Time, event T) (int64, error) {
-	if err := checkTime("AppendAt time", t); err != nil {
-		return 0, fmt.Errorf("stream %q: %w", stream, err)
-	}
-	return f.append(w, stream, t.UnixNano(), event)
-}
-
-func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int64, error) {
-	if err := checkName("stream", stream); err != nil {
-		return 0, err
-	}
-	val, err := f.codec.Append(nil, event)
-	if err != nil {
-		return 0, fmt.Errorf("stream %q: %w", stream, err)
-	}
-	if err := checkValue(val); err != nil {
-		return 0, fmt.Errorf("stream %q: %w", stream, err)
-	}
-	var p int64
-	err = link.Write(w, func(tx *link.Tx) error {
-		if tx.DB != f.w.ln {
-			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
-		}
-		ft := feedTxOf(tx, f.w, f.shared)
-		prefix, st := ft.lastPrefix, ft.lastSt
-		if st == nil || ft.lastName != stream {
-			// The Tx's last stream stays in memory while its
-			// reservation is in flight; another one is pinned until
-			// its own is.
-			prefix = namePrefix(codec.FamilyFeed, stream)
-			st = f.pos.pin(prefix)
-			defer f.pos.unpin(st)
-		}
-		if f.shared {
-			// Appends of this process to one stream commit one Tx at a
-			// time, so that they do not fail each other's head guard.
-			t, err := f.w.txOf(tx)
-			if err != nil {
-				return err
-			}
-			if _, err := t.lock(prefix); err != nil {
-				return fmt.Errorf("stream %q: %w", stream, err)
-			}
-		}
-		var err error
-		var before int64
-		if p, before, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
-			return fmt.Errorf("stream %q: %w", stream, err)
-		}
-		ft.lastName, ft.lastPrefix, ft.lastSt = stream, prefix, st
-		ft.res = append(ft.res, reservation{st: st, p: p})
-		key := numberKey(prefix, p)
-		if f.shared {
-			// Another process may take the same position (the same clock
-			// instant): only one commit may write it.
-			if err := tx.Batch.Require(engine.Absent(key)); err != nil {
-				return err
-			}
-			if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
-				return err
-			}
-		}
-		return tx.Batch.Set(key, val)
-	})
-	if err != nil {
-		return 0, err
-	}
-	return p, nil
 }
 
 // feedTxOf returns the Tx's reservations, creating them at the first call.

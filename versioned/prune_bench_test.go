@@ -27,7 +27,7 @@ func BenchmarkPruneLoop(b *testing.B) {
 	}{{"range", 5_000}, {"point", 5_000}, {"point", 50_000}} {
 		b.Run(fmt.Sprintf("iters=%d,delete=%s", tc.iters, tc.del), func(b *testing.B) {
 			if tc.del == "range" {
-				defer versioned.SetRangeDeleteMin(1)()
+				defer versioned.SetDropRangeMin(1)()
 			}
 			b.ReportAllocs()
 			for range b.N {
@@ -92,7 +92,7 @@ func pruneLoop(tb testing.TB, c *versioned.Collection[[]byte], db *tipkv.DB, ite
 // tombstones sit below it, never on its path); read=history reads the whole
 // history and read=count counts it, which step over every point tombstone
 // not yet compacted away, so they are the case against point deletes. It
-// is why rangeDeleteMin is what it is.
+// is why defaultDropRangeMin is what it is.
 //
 //	go test -run '^$' -bench 'BenchmarkPruneRuns' -benchtime 1x -count 3 ./versioned/
 func BenchmarkPruneRuns(b *testing.B) {
@@ -105,7 +105,7 @@ func BenchmarkPruneRuns(b *testing.B) {
 					if del == "range" {
 						min = 1
 					}
-					defer versioned.SetRangeDeleteMin(min)()
+					defer versioned.SetDropRangeMin(min)()
 					val := make([]byte, 100)
 					b.ReportAllocs()
 					for range b.N {

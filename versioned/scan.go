@@ -10,24 +10,16 @@ import (
 	"github.com/tipkv/tipkv/internal/link"
 )
 
-// wrapIter, when set (by tests only), wraps every iterator this package
-// opens, to count its seeks.
-var wrapIter func(engine.Iter) engine.Iter
-
-// traceDelete, when set (by tests only), sees every delete this package
-// writes: [lo, hi) for a range, hi nil for a point delete of lo.
-var traceDelete func(lo, hi []byte)
-
 func deleteRange(tx *link.Tx, lo, hi []byte) error {
-	if traceDelete != nil {
-		traceDelete(lo, hi)
+	if knobs.traceDelete != nil {
+		knobs.traceDelete(lo, hi)
 	}
 	return tx.Batch.DeleteRange(lo, hi)
 }
 
 func deletePoint(tx *link.Tx, key []byte) error {
-	if traceDelete != nil {
-		traceDelete(key, nil)
+	if knobs.traceDelete != nil {
+		knobs.traceDelete(key, nil)
 	}
 	return tx.Batch.Delete(key)
 }
@@ -43,8 +35,8 @@ func newIter(r engine.Reader, lo, hi []byte, n int) (engine.Iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if wrapIter != nil {
-		it = wrapIter(it)
+	if knobs.wrapIter != nil {
+		it = knobs.wrapIter(it)
 	}
 	return it, nil
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
-// What each read costs the engine: seeks (through wrapIter), bloom filter
-// checks, and the size hints remote engines get.
+// What each read costs the engine: seeks (through versioned.WrapIters),
+// bloom filter checks, and the size hints remote engines get.
 
 // LatestAll is a skip-scan: one positioning call per document, whatever
 // the number of versions, and no Next over older versions.
@@ -185,7 +185,7 @@ func TestReadsGiveSizeHints(t *testing.T) {
 		"Collections":     {func() error { return readErr(versioned.Collections(db)) }, []int{1}},
 		"Newest limit 2":  {func() error { return readErr(f.Newest("s", tipkv.Query{Limit: 2})) }, []int{3}},
 		// The stream's oldest position (once per DB), its keep+1 newest,
-		// then up to rangeDeleteMin events to drop.
+		// then up to knobs.dropRangeMin events to drop.
 		"Trim keep 2":      {func() error { return f.Trim(db, "s", 2) }, []int{1, 4, 33}},
 		"Put of a new doc": {func() error { _, err := users.Put(db, "new", user{}); return err }, []int{1}},
 	} {

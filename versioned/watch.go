@@ -108,10 +108,6 @@ func (c *Collection[T]) Watch(ctx context.Context, id string, after int64) iter.
 	}
 }
 
-// onWatchSleep, when set (by tests only), is called by every Watch that
-// has delivered what it may and goes to sleep.
-var onWatchSleep func()
-
 // watchState is what a Watch has delivered.
 type watchState struct {
 	next   int64 // the next version to deliver
@@ -183,8 +179,8 @@ func (c *Collection[T]) watch(ctx context.Context, id string, after int64, yield
 		if more {
 			continue
 		}
-		if onWatchSleep != nil {
-			onWatchSleep()
+		if knobs.onWatchSleep != nil {
+			knobs.onWatchSleep()
 		}
 		select {
 		case <-local:
@@ -388,8 +384,8 @@ func (w *writer) watch(ctx context.Context, prefix []byte) (*docEntry, error) {
 		}
 		ch := w.drained
 		w.mu.Unlock()
-		if onWatchSleep != nil {
-			onWatchSleep()
+		if knobs.onWatchSleep != nil {
+			knobs.onWatchSleep()
 		}
 		select {
 		case <-ch:

@@ -76,8 +76,7 @@ func TestWatchDeliversOnlyDurableVersions(t *testing.T) {
 
 	sleeps := make(chan int, 64)
 	var delivered atomic.Int64
-	versioned.SetOnWatchSleep(func() { sleeps <- int(delivered.Load()) })
-	t.Cleanup(func() { versioned.SetOnWatchSleep(nil) })
+	t.Cleanup(versioned.OnWatchSleep(func() { sleeps <- int(delivered.Load()) }))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -81,7 +81,7 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 	}
 	reg := &ln.Services
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{ln: ln, cache: newVersionCache(cacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
+		return &writer{ln: ln, cache: newVersionCache(knobs.cacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() {
@@ -110,11 +110,6 @@ func (w *writer) isClosed() bool {
 		return false
 	}
 }
-
-// cacheEntries bounds the cache of a DB opened afterwards (Options.
-// CacheEntries raises it): about 340 bytes each, measured by
-// TestVersionCacheEntryCost. A variable for tests only.
-var cacheEntries = 1 << 16
 
 // docState is what is known of one document (or, for the trims, one
 // stream): its committed state in a docEntry, or a Tx's view counting its
@@ -253,10 +248,6 @@ type txWrites struct {
 
 type txWritesKey struct{}
 
-// onWait, when set (by tests only), is called by every write that starts
-// waiting for another Tx.
-var onWait func()
-
 var txWritesPool sync.Pool // of *txWrites
 
 // errDeadlock is wrapped by the ErrConflict of a Tx that would wait for a
@@ -342,8 +333,8 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 		e.waiters++
 		t.waitingFor = e
 		w.mu.Unlock()
-		if onWait != nil {
-			onWait()
+		if knobs.onWait != nil {
+			knobs.onWait()
 		}
 		select {
 		case <-wake:

@@ -32,7 +32,7 @@ import (
 // that rotates from round to round (as bench/paired.go does), so that
 // load on the machine falls on every side alike. Times are wall-clock:
 // the work is synced commits and, for watermill-sql, a server in another
-// process, which the process's CPU clock (root benchpair_test.go's) would
+// process, which the process's CPU clock (the core module's internal/paired) would
 // not see. Reported per message, for publishing and for draining:
 //
 //	<system>-publish-ns/msg, <system>-drain-ns/msg  the mean over the rounds

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/sharedstore"
 )
@@ -48,4 +49,12 @@ func OpenShared(t testing.TB, n int, so sharedstore.Options, opts *tipkv.Options
 		dbs[i] = db
 	}
 	return dbs
+}
+
+// PutRaw writes one raw key through the Writer seam, as tipkv's packages
+// do: in a DB.Update when w is its Batch, alone when w is the DB.
+func PutRaw(w tipkv.Writer, key, value string) error {
+	return link.Write(w, func(tx *link.Tx) error {
+		return tx.Batch.Set([]byte(key), []byte(value))
+	})
 }

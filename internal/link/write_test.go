@@ -1,6 +1,7 @@
-package tipkv_test
+package link_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -18,13 +19,13 @@ import (
 func TestKeptBatchStaysOutOfLaterUpdates(t *testing.T) {
 	db := testutil.OpenMem(t)
 	var kept *tipkv.Batch
-	require.NoError(t, db.Update(func(b *tipkv.Batch) error { kept = b; return put(b, "\x06a", "1") }))
+	require.NoError(t, db.Update(func(b *tipkv.Batch) error { kept = b; return testutil.PutRaw(b, "\x06a", "1") }))
 	for i := range 20 {
 		require.NoError(t, db.Update(func(b *tipkv.Batch) error {
-			require.ErrorIs(t, put(kept, "\x06stale", "x"), tipkv.ErrInvalid)
-			return put(b, "\x06b", itoa(i))
+			require.ErrorIs(t, testutil.PutRaw(kept, "\x06stale", "x"), tipkv.ErrInvalid)
+			return testutil.PutRaw(b, "\x06b", strconv.Itoa(i))
 		}))
-		require.ErrorIs(t, put(kept, "\x06stale", "x"), tipkv.ErrInvalid)
+		require.ErrorIs(t, testutil.PutRaw(kept, "\x06stale", "x"), tipkv.ErrInvalid)
 	}
 	_, err := get(t, db, "\x06stale")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
@@ -51,8 +52,8 @@ func TestRecycledTxKeepsNoHooks(t *testing.T) {
 		return tipkv.ErrInvalid
 	}))
 	for range 10 {
-		require.NoError(t, db.Update(func(b *tipkv.Batch) error { return put(b, "\x06x", "y") }))
-		require.NoError(t, put(db, "\x06x", "z"))
+		require.NoError(t, db.Update(func(b *tipkv.Batch) error { return testutil.PutRaw(b, "\x06x", "y") }))
+		require.NoError(t, testutil.PutRaw(db, "\x06x", "z"))
 	}
 	require.Equal(t, 1, committed)
 	require.Equal(t, 1, aborted)
@@ -62,7 +63,7 @@ func TestRecycledTxKeepsNoHooks(t *testing.T) {
 // nothing else of tipkv's (the Tx and the store's batch are recycled); a
 // write on the DB allocates nothing of its own.
 func TestUpdateAllocations(t *testing.T) {
-	if raceEnabled {
+	if testutil.RaceEnabled {
 		t.Skip("the race detector makes sync.Pool drop items at random")
 	}
 	db := testutil.OpenMem(t)
@@ -156,8 +157,17 @@ func TestWriteOnDBPanicAborts(t *testing.T) {
 	require.Equal(t, 1, aborted)
 	_, err := get(t, db, "\x06p")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
-	require.NoError(t, put(db, "\x06p", "w"))
+	require.NoError(t, testutil.PutRaw(db, "\x06p", "w"))
 	v, err := get(t, db, "\x06p")
 	require.NoError(t, err)
 	require.Equal(t, "w", v)
+}
+
+// get reads one raw key from db's store.
+func get(t *testing.T, db *tipkv.DB, key string) (string, error) {
+	t.Helper()
+	s, err := link.StoreOf(db)
+	require.NoError(t, err)
+	v, err := s.Get([]byte(key))
+	return string(v), err
 }

@@ -1,8 +1,9 @@
-package tipkv_test
+package versioned_test
 
 import (
 	"bytes"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/paired"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -25,11 +27,11 @@ import (
 //
 // ratio is tipkv's time over raw Pebble's (targets: 1.4 and 1.3).
 //
-//	go test -run '^$' -bench BenchmarkFeedAppend -count 6 .
+//	go test -run '^$' -bench BenchmarkFeedAppend -count 6 ./versioned/
 func BenchmarkFeedAppend(b *testing.B) {
 	value := bytes.Repeat([]byte{'v'}, 100)
 	for _, events := range []int{1, 1000} {
-		b.Run("events="+itoa(events), func(b *testing.B) {
+		b.Run("events="+strconv.Itoa(events), func(b *testing.B) {
 			dir := b.TempDir()
 			db, err := tipkv.Open(filepath.Join(dir, "tipkv"), &tipkv.Options{NoSync: true})
 			require.NoError(b, err)
@@ -74,7 +76,7 @@ func BenchmarkFeedAppend(b *testing.B) {
 				_ = batch.Close()
 			}
 			b.ReportAllocs()
-			pairedRatio(b, op, base)
+			paired.Ratio(b, op, base)
 		})
 	}
 }

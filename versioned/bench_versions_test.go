@@ -1,4 +1,4 @@
-package tipkv_test
+package versioned_test
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ import (
 // ns/op. An "impl=" benchmark runs one side alone, for its allocations.
 // Run (about a minute per count on 2 cores):
 //
-//	go test -run '^$' -bench 'BenchmarkVersions' -count 6 . | tee versions.txt
+//	go test -run '^$' -bench 'BenchmarkVersions' -count 6 ./versioned/ | tee versions.txt
 //	benchstat versions.txt
 
 const (

@@ -1,4 +1,4 @@
-package tipkv_test
+package crash_test
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/check"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -21,13 +22,13 @@ import (
 // what was not synced. Reopened, the queue counts exactly the messages it
 // holds, and internal/check agrees with the stored count.
 func TestCrashQueueCount(t *testing.T) {
-	for _, seed := range crashSeeds(t, 8) {
+	for _, seed := range testutil.CrashSeeds(t, 8) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("replay: go test -run 'TestCrashQueueCount' -crash.seed %d", seed)
+			t.Logf("replay: go test ./tests/crash -run 'TestCrashQueueCount' -crash.seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, seed^0xc0))
 			noSync := rng.IntN(2) == 0
 			fs := vfs.NewCrashableMem()
-			db, err := tipkv.OpenFS("db", fs, &tipkv.Options{NoSync: noSync, MemTableSize: 256 << 10})
+			db, err := openFS("db", fs, &tipkv.Options{NoSync: noSync, MemTableSize: 256 << 10})
 			require.NoError(t, err)
 			q, err := queue.Open(db, "q", &queue.Options[int]{MaxAttempts: -1})
 			require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestCrashQueueCount(t *testing.T) {
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng})
 			require.NoError(t, db.Close())
 
-			db, err = tipkv.OpenFS("db", crashed, &tipkv.Options{NoSync: noSync})
+			db, err = openFS("db", crashed, &tipkv.Options{NoSync: noSync})
 			require.NoError(t, err)
 			defer db.Close()
 			q, err = queue.Open(db, "q", &queue.Options[int]{MaxAttempts: -1})

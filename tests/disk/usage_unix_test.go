@@ -1,6 +1,6 @@
 //go:build unix
 
-package tipkv_test
+package disk_test
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func TestDiskUsageIsWhatTheDirectoryHolds(t *testing.T) {
 	db, dir := testutil.OpenDir(t, nil)
 	value := strings.Repeat("v", 100)
 	for i := range 2000 {
-		require.NoError(t, put(db, fmt.Sprintf("\x01key-%05d", i), value))
+		require.NoError(t, testutil.PutRaw(db, fmt.Sprintf("\x01key-%05d", i), value))
 		if i == 999 {
 			require.NoError(t, db.Flush()) // a table, and a new log
 		}

@@ -1,24 +1,26 @@
-package tipkv_test
+// Package paired measures one operation against its baseline in the same
+// benchmark run, interleaved, and reports their ratio: the harness of the
+// paired benchmarks of versioned, queue and internal/link (BENCHMARKS.md
+// gives their commands). The bench module's bench/paired.go does the same
+// for the peer comparison; a side module cannot import this one.
+package paired
 
 import (
 	"math"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 )
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// Rounds is how many rounds Ratio cuts b.N into.
+const Rounds = 20
 
-// pairedRounds is how many rounds pairedRatio cuts b.N into.
-const pairedRounds = 20
-
-// pairedRatio measures op against base in the same process, interleaved:
-// b.N calls of each, cut into pairedRounds rounds of one chunk per side, in
+// Ratio measures op against base in the same process, interleaved:
+// b.N calls of each, cut into Rounds rounds of one chunk per side, in
 // an order that alternates from round to round (op base, base op, ...), so
 // that what one side leaves behind (a cache it filled, garbage it made)
 // falls on the other alike. A warm-up chunk of each runs first and is not
-// counted: each side runs at most max(b.N, pairedRounds+1) calls in all.
+// counted: each side runs at most max(b.N, Rounds+1) calls in all.
 //
 // Time is the process's CPU time (user and system, every thread), so that
 // other jobs on a busy machine do not stretch one side's chunk; where the
@@ -39,14 +41,14 @@ const pairedRounds = 20
 //	                   read for writes, whose flushes fall on a few chunks
 //
 // Below 1 op is cheaper. Run with -benchtime Nx, N a multiple of
-// pairedRounds large enough that a chunk takes milliseconds.
-func pairedRatio(b *testing.B, op, base func()) { pairedRatioN(b, b.N, op, base) }
+// Rounds large enough that a chunk takes milliseconds.
+func Ratio(b *testing.B, op, base func()) { RatioN(b, b.N, op, base) }
 
-// pairedRatioN is pairedRatio with calls calls of each side instead of b.N,
-// for an op that does many of b.N's units at once.
-func pairedRatioN(b *testing.B, calls int, op, base func()) {
+// RatioN is Ratio with calls calls of each side instead of b.N, for an op
+// that does many of b.N's units at once.
+func RatioN(b *testing.B, calls int, op, base func()) {
 	b.Helper()
-	per := max(calls/(pairedRounds+1), 1) // a round's chunk, and the warm-up
+	per := max(calls/(Rounds+1), 1) // a round's chunk, and the warm-up
 	timed := func(f func(), n int) int64 {
 		start := cpuNanos()
 		for range n {
@@ -59,9 +61,9 @@ func pairedRatioN(b *testing.B, calls int, op, base func()) {
 	timed(op, per)
 	timed(base, per)
 	var tOp, tBase int64
-	logs := make([]float64, 0, pairedRounds)
-	ratios := make([]float64, 0, pairedRounds)
-	for r := range pairedRounds {
+	logs := make([]float64, 0, Rounds)
+	ratios := make([]float64, 0, Rounds)
+	for r := range Rounds {
 		var a, z int64
 		if r%2 == 0 {
 			a, z = timed(op, per), timed(base, per)
@@ -73,7 +75,7 @@ func pairedRatioN(b *testing.B, calls int, op, base func()) {
 		ratios = append(ratios, x)
 		logs = append(logs, math.Log(x))
 	}
-	total := float64(per * pairedRounds)
+	total := float64(per * Rounds)
 	gm, lo, hi := logInterval(logs)
 	slices.Sort(ratios)
 	b.ReportMetric(float64(tOp)/total, "ns/op")
@@ -81,10 +83,10 @@ func pairedRatioN(b *testing.B, calls int, op, base func()) {
 	b.ReportMetric(gm, "ratio")
 	b.ReportMetric(lo, "ratio-lo")
 	b.ReportMetric(hi, "ratio-hi")
-	b.ReportMetric((ratios[pairedRounds/2-1]+ratios[pairedRounds/2])/2, "ratio-med")
+	b.ReportMetric((ratios[Rounds/2-1]+ratios[Rounds/2])/2, "ratio-med")
 	b.ReportMetric(float64(max(tOp, 1))/float64(max(tBase, 1)), "ratio-total")
 	b.ReportMetric(ratios[0], "ratio-min")
-	b.ReportMetric(ratios[pairedRounds-1], "ratio-max")
+	b.ReportMetric(ratios[Rounds-1], "ratio-max")
 }
 
 // Quiet windows: quiesce waits for a window of quietWindow in which the

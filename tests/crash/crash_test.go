@@ -1,7 +1,6 @@
-package tipkv_test
+package crash_test
 
 import (
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -10,34 +9,21 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/tests/internal/workload"
 )
-
-var crashSeed = flag.Uint64("crash.seed", 0, "replay one crash-test seed")
-
-// crashSeeds returns the seeds a crash test runs: the one given with
-// -crash.seed, or n random ones (printed, so a failure can be replayed).
-func crashSeeds(t *testing.T, n int) []uint64 {
-	if *crashSeed != 0 {
-		return []uint64{*crashSeed}
-	}
-	seeds := make([]uint64, n)
-	for i := range seeds {
-		seeds[i] = rand.Uint64()
-	}
-	return seeds
-}
 
 // Raw atomic batches on a crashable file system: after a crash at a random
 // point, every synced Update is whole, every Update is all or nothing, and
 // the store opens.
 func TestCrashBatchesAtomic(t *testing.T) {
-	for _, seed := range crashSeeds(t, 20) {
+	for _, seed := range testutil.CrashSeeds(t, 20) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("replay: go test -run 'TestCrashBatchesAtomic' -crash.seed %d", seed)
+			t.Logf("replay: go test ./tests/crash -run 'TestCrashBatchesAtomic' -crash.seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, seed))
 			fs := vfs.NewCrashableMem()
 			noSync := rng.IntN(2) == 0
-			db, err := tipkv.OpenFS("db", fs, &tipkv.Options{NoSync: noSync})
+			db, err := openFS("db", fs, &tipkv.Options{NoSync: noSync})
 			require.NoError(t, err)
 			const keysPer = 5
 			n := 50 + rng.IntN(200)
@@ -51,7 +37,7 @@ func TestCrashBatchesAtomic(t *testing.T) {
 				}
 				require.NoError(t, db.Update(func(b *tipkv.Batch) error {
 					for k := range keysPer {
-						if err := put(b, fmt.Sprintf("\x06%06d-%d", i, k), fmt.Sprint(i)); err != nil {
+						if err := testutil.PutRaw(b, fmt.Sprintf("\x06%06d-%d", i, k), fmt.Sprint(i)); err != nil {
 							return err
 						}
 					}
@@ -61,7 +47,7 @@ func TestCrashBatchesAtomic(t *testing.T) {
 			}
 			require.NoError(t, db.Close())
 
-			db2, err := tipkv.OpenFS("db", crashed, nil)
+			db2, err := openFS("db", crashed, nil)
 			require.NoError(t, err)
 			defer db2.Close()
 			s, _ := link.StoreOf(db2)
@@ -94,20 +80,20 @@ func TestCrashBatchesAtomic(t *testing.T) {
 // system, synced or not, then reopened and checked; then run on and checked
 // again, so that versions and sequences continue correctly after recovery.
 func TestCrashWorkload(t *testing.T) {
-	for _, seed := range crashSeeds(t, 24) {
+	for _, seed := range testutil.CrashSeeds(t, 24) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("replay: go test -run 'TestCrashWorkload' -crash.seed %d", seed)
+			t.Logf("replay: go test ./tests/crash -run 'TestCrashWorkload' -crash.seed %d", seed)
 			rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 			noSync := rng.IntN(3) == 0
 			fs := vfs.NewCrashableMem()
-			db, err := tipkv.OpenFS("db", fs, &tipkv.Options{NoSync: noSync, MemTableSize: 256 << 10})
+			db, err := openFS("db", fs, &tipkv.Options{NoSync: noSync, MemTableSize: 256 << 10})
 			require.NoError(t, err)
 			var lines []string
-			w, err := newWorkload(db, rng, 0, func(l string) { lines = append(lines, l) })
+			w, err := workload.New(db, rng, 0, func(l string) { lines = append(lines, l) })
 			require.NoError(t, err)
 			steps := 50 + rng.IntN(400)
 			for i := range steps {
-				require.NoError(t, w.step(), "step %d", i)
+				require.NoError(t, w.Step(), "step %d", i)
 				if rng.IntN(100) == 0 {
 					require.NoError(t, db.Flush())
 				}
@@ -115,32 +101,32 @@ func TestCrashWorkload(t *testing.T) {
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rng})
 			require.NoError(t, db.Close())
 
-			db, err = tipkv.OpenFS("db", crashed, &tipkv.Options{NoSync: noSync})
+			db, err = openFS("db", crashed, &tipkv.Options{NoSync: noSync})
 			require.NoError(t, err, "reopen after the crash")
-			a, err := parseLog(lines)
+			a, err := workload.ParseLog(lines)
 			require.NoError(t, err)
-			require.NoError(t, a.check(db, !noSync), "after the crash (noSync=%v, %d steps)", noSync, steps)
+			require.NoError(t, a.Check(db, !noSync), "after the crash (noSync=%v, %d steps)", noSync, steps)
 
 			// Run on from the recovered state: what happens next must be
 			// consistent with it. The log of the lost writes no longer
 			// describes the store, so check the new run on its own terms.
 			if noSync {
-				lines, err = recoveredLog(db)
+				lines, err = workload.RecoveredLog(db)
 				require.NoError(t, err)
 			}
-			w, err = newWorkload(db, rng, 1<<40, func(l string) { lines = append(lines, l) })
+			w, err = workload.New(db, rng, 1<<40, func(l string) { lines = append(lines, l) })
 			require.NoError(t, err)
 			for i := range 100 {
-				require.NoError(t, w.step(), "step %d after recovery", i)
+				require.NoError(t, w.Step(), "step %d after recovery", i)
 			}
 			// Reopen (a clean restart drops the in-memory leases), then check.
 			require.NoError(t, db.Close())
-			db, err = tipkv.OpenFS("db", crashed, nil)
+			db, err = openFS("db", crashed, nil)
 			require.NoError(t, err)
 			defer db.Close()
-			a2, err := parseLog(lines)
+			a2, err := workload.ParseLog(lines)
 			require.NoError(t, err)
-			require.NoError(t, a2.check(db, true), "after recovery, 100 more steps and a restart")
+			require.NoError(t, a2.Check(db, true), "after recovery, 100 more steps and a restart")
 		})
 	}
 }

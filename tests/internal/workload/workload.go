@@ -1,4 +1,12 @@
-package tipkv_test
+// Package workload is the mixed workload the crash and kill tests run
+// (tests/crash, tests/kill): document Puts, feed Appends, queue Enqueue,
+// Receive and Ack, and outbox Updates (an order version and its event in
+// one batch), driven by a seeded random generator. Each operation that
+// returns successfully is logged as one line; a checker rebuilds what was
+// acknowledged from the lines and compares it with a reopened store. The
+// same workload runs in-process on a crashable file system and in a child
+// process killed with SIGKILL.
+package workload
 
 import (
 	"errors"
@@ -14,14 +22,6 @@ import (
 	"github.com/tipkv/tipkv/versioned"
 )
 
-// The crash workload: document Puts, feed Appends, queue Enqueue, Receive
-// and Ack, and outbox Updates (an order version and its event in one
-// batch), driven by a seeded random generator. Each operation that returns
-// successfully is logged as one line; a checker rebuilds what was
-// acknowledged from the lines and compares it with a reopened store. The
-// same workload runs in-process on a crashable file system and in a child
-// process killed with SIGKILL.
-
 type order struct {
 	Total int `msgpack:"total"`
 }
@@ -32,9 +32,13 @@ type event struct {
 	Version int64  `msgpack:"version"` // outbox events only
 }
 
+// workloadDocs is how many documents each collection of the workload
+// writes: few, so that versions pile up.
 const workloadDocs = 6
 
-type workload struct {
+// Workload runs random operations on one DB, logging each. It is not safe
+// for concurrent use.
+type Workload struct {
 	db     *tipkv.DB
 	docs   *versioned.Collection[order]
 	orders *versioned.Collection[order]
@@ -45,8 +49,11 @@ type workload struct {
 	log    func(line string)
 }
 
-func newWorkload(db *tipkv.DB, rng *rand.Rand, start int64, log func(string)) (*workload, error) {
-	w := &workload{db: db, rng: rng, next: start, log: log}
+// New returns a workload on db drawing from rng, whose event numbers start
+// at start (a later run on the same store starts past the earlier ones'),
+// logging each operation to log.
+func New(db *tipkv.DB, rng *rand.Rand, start int64, log func(string)) (*Workload, error) {
+	w := &Workload{db: db, rng: rng, next: start, log: log}
 	var err error
 	if w.docs, err = versioned.NewCollection[order](db, "docs", nil); err != nil {
 		return nil, err
@@ -63,10 +70,10 @@ func newWorkload(db *tipkv.DB, rng *rand.Rand, start int64, log func(string)) (*
 	return w, nil
 }
 
-// step runs one random operation and logs it once it has returned. Before
+// Step runs one random operation and logs it once it has returned. Before
 // an operation starts it logs "try ..." so the checker knows what may be in
 // flight when a process is killed.
-func (w *workload) step() error {
+func (w *Workload) Step() error {
 	switch op := w.rng.IntN(10); {
 	case op < 2:
 		id := fmt.Sprintf("doc-%d", w.rng.IntN(workloadDocs))
@@ -144,9 +151,9 @@ func (w *workload) step() error {
 	return nil
 }
 
-// acked is what a workload's log says was acknowledged, and what may have
+// Acked is what a workload's log says was acknowledged, and what may have
 // been in flight.
-type acked struct {
+type Acked struct {
 	versions map[string]int64 // collection/id -> latest acknowledged version
 	inflight map[string]int64 // collection/id -> Puts tried since the last acknowledged one
 	feed     map[int64]bool   // event numbers appended
@@ -159,8 +166,10 @@ type acked struct {
 	received int64            // the greatest sequence number delivered
 }
 
-func parseLog(lines []string) (*acked, error) {
-	a := &acked{
+// ParseLog reads what a workload logged (the lines of one run or of
+// several, in order).
+func ParseLog(lines []string) (*Acked, error) {
+	a := &Acked{
 		versions: map[string]int64{}, inflight: map[string]int64{},
 		feed: map[int64]bool{}, feedTry: map[int64]bool{},
 		enq: map[int64]bool{}, enqTry: map[int64]bool{},
@@ -224,13 +233,13 @@ func parseLog(lines []string) (*acked, error) {
 	return a, nil
 }
 
-// check compares a reopened store with what was acknowledged. With durable
+// Check compares a reopened store with what was acknowledged. With durable
 // (synced writes), everything acknowledged must be there; without, only the
 // invariants that hold whatever was lost: dense versions, whole outbox
 // batches, nothing that was never written, queue state that agrees with the
 // items.
-func (a *acked) check(db *tipkv.DB, durable bool) error {
-	w, err := newWorkload(db, rand.New(rand.NewPCG(0, 0)), 0, func(string) {})
+func (a *Acked) Check(db *tipkv.DB, durable bool) error {
+	w, err := New(db, rand.New(rand.NewPCG(0, 0)), 0, func(string) {})
 	if err != nil {
 		return err
 	}
@@ -345,11 +354,11 @@ func (a *acked) check(db *tipkv.DB, durable bool) error {
 	return nil
 }
 
-// recoveredLog describes a store as a log of acknowledged operations, so a
+// RecoveredLog describes a store as a log of acknowledged operations, so a
 // run that goes on after a lossy crash can be checked against what the
 // store really holds.
-func recoveredLog(db *tipkv.DB) ([]string, error) {
-	w, err := newWorkload(db, rand.New(rand.NewPCG(0, 0)), 0, func(string) {})
+func RecoveredLog(db *tipkv.DB) ([]string, error) {
+	w, err := New(db, rand.New(rand.NewPCG(0, 0)), 0, func(string) {})
 	if err != nil {
 		return nil, err
 	}

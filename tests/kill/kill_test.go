@@ -1,4 +1,4 @@
-package tipkv_test
+package kill_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/tests/internal/workload"
 )
 
 // killChildEnv tells the test binary it is the child of TestKillDuringWrites.
@@ -40,12 +41,12 @@ func killChild(dir string) {
 	if err != nil {
 		fail("open", err)
 	}
-	w, err := newWorkload(db, rand.New(rand.NewPCG(seed, 2)), start, func(l string) { fmt.Println(l) })
+	w, err := workload.New(db, rand.New(rand.NewPCG(seed, 2)), start, func(l string) { fmt.Println(l) })
 	if err != nil {
 		fail("workload", err)
 	}
 	for {
-		if err := w.step(); err != nil {
+		if err := w.Step(); err != nil {
 			fail("step", err)
 		}
 	}
@@ -101,9 +102,9 @@ func TestKillDuringWrites(t *testing.T) {
 
 		db, err := tipkv.Open(dir, nil)
 		require.NoError(t, err, "round %d: reopen after SIGKILL", round)
-		a, err := parseLog(lines)
+		a, err := workload.ParseLog(lines)
 		require.NoError(t, err)
-		require.NoError(t, a.check(db, true), "round %d after SIGKILL", round)
+		require.NoError(t, a.Check(db, true), "round %d after SIGKILL", round)
 		require.NoError(t, db.Close())
 		t.Logf("round %d: killed after %d acknowledged operations; %d lines logged in all, store checked", round, target, len(lines)-before)
 	}

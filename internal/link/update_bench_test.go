@@ -1,4 +1,4 @@
-package tipkv_test
+package link_test
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/paired"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/queue"
 	"github.com/tipkv/tipkv/versioned"
@@ -18,7 +19,7 @@ import (
 // on Pebble in exclusive mode (a Batch, its Tx and hooks, the store's
 // batch, and the package's own work for the rows that use one), paired in
 // the same run with a raw Pebble commit of the same number of Sets of
-// 100-byte values, with tipkv's Pebble options (see pairedRatio). Not
+// 100-byte values, with tipkv's Pebble options (see paired.Ratio). Not
 // synced: the sync would hide the machinery. The rows:
 //
 //	set=N      an Update writing N raw Sets through the storage Tx
@@ -31,7 +32,7 @@ import (
 //
 // Run (the figures in BENCHMARKS.md, Write path):
 //
-//	go test -run '^$' -bench 'BenchmarkUpdate$' -benchtime 200000x -count 3 .
+//	go test -run '^$' -bench 'BenchmarkUpdate$' -benchtime 200000x -count 3 ./internal/link/
 //
 // A row of N >= 100 writes runs 10*b.N/N Updates (and raw batches of N
 // Sets); ns/op is per Update.
@@ -118,10 +119,10 @@ func BenchmarkUpdate(b *testing.B) {
 			}
 			base := func() { commit(raw, &m) }
 			if r.sets >= 100 {
-				pairedRatioN(b, max(b.N*10/r.sets, pairedRounds), tip, base)
+				paired.RatioN(b, max(b.N*10/r.sets, paired.Rounds), tip, base)
 				return
 			}
-			pairedRatio(b, tip, base)
+			paired.Ratio(b, tip, base)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package tipkv_test
+package disk_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -23,7 +24,7 @@ import (
 // the figure does not depend on how busy the machine is.
 func TestFeedRetentionKeepsDiskBounded(t *testing.T) {
 	rounds, streams, keep, value := 40, 16, 256, 512
-	if raceEnabled || testing.Short() {
+	if testutil.RaceEnabled || testing.Short() {
 		rounds = 12
 	}
 	db, err := tipkv.Open(t.TempDir(), &tipkv.Options{NoSync: true, MemTableSize: 2 << 20})
@@ -112,7 +113,7 @@ func maxWAL(memtable uint64) uint64 { return 8 * memtable }
 // moves past the TTL of the round before, and a purge pass drops those.
 func TestDocumentTTLKeepsDiskBounded(t *testing.T) {
 	rounds, perRound, value := 40, 2048, 512
-	if raceEnabled || testing.Short() {
+	if testutil.RaceEnabled || testing.Short() {
 		rounds = 12
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package tipkv_test
+package paired
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package tipkv_test
+package versioned_test
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/paired"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -23,12 +24,12 @@ import (
 // first is the engine's (a larger memtable skiplist to insert into, more
 // to flush and compact); what tipkv adds on top is the quotient.
 //
-// Both sizes live in one process, paired by pairedRatio (CPU time, each
+// Both sizes live in one process, paired by paired.Ratio (CPU time, each
 // chunk charged its flushes, compactions and collections); the garbage
 // collector scans the large version cache for either side alike, so a
 // process holding only the small set would collect less. Read ratio-total.
 //
-//	go test -run '^$' -bench 'BenchmarkPutWorkingSet' -benchtime 210000x -count 3 .
+//	go test -run '^$' -bench 'BenchmarkPutWorkingSet' -benchtime 210000x -count 3 ./versioned/
 func BenchmarkPutWorkingSet(b *testing.B) {
 	const small, large = 10_000, 1_000_000
 	// The stores belong to the parent, built once: a sub-benchmark runs
@@ -38,13 +39,13 @@ func BenchmarkPutWorkingSet(b *testing.B) {
 		if puts[0] == nil {
 			puts = [2]func(){putWorkingSet(b, small), putWorkingSet(b, large)}
 		}
-		pairedRatio(sb, puts[1], puts[0])
+		paired.Ratio(sb, puts[1], puts[0])
 	})
 	b.Run("op=set-1m/vs=set-10k", func(sb *testing.B) {
 		if sets[0] == nil {
 			sets = [2]func(){setWorkingSet(b, small), setWorkingSet(b, large)}
 		}
-		pairedRatio(sb, sets[1], sets[0])
+		paired.Ratio(sb, sets[1], sets[0])
 	})
 }
 

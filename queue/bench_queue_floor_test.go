@@ -1,4 +1,4 @@
-package tipkv_test
+package queue_test
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/paired"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/internal/queuefmt"
 	"github.com/tipkv/tipkv/queue"
@@ -24,13 +25,13 @@ import (
 // Queue operations against their physical floor: raw Pebble configured as
 // tipkv configures it (qbPebble: comparer, cache, memtable, filters,
 // format), on the same key and value bytes, doing only what the operation
-// must do, paired in one process (pairedRatio, benchpair_test.go:
+// must do, paired in one process (paired.Ratio, internal/paired:
 // interleaved rounds in alternating order, on CPU time; ratio is op/floor
 // with its 95% interval, the median and the lowest and highest round).
 // Everything NoSync, on disk. Run:
 //
-//	go test -run '^$' -bench 'BenchmarkQueueFloor' -benchtime 20000x .
-//	go test -run '^$' -bench 'BenchmarkQueueOpen' -benchtime 5x .
+//	go test -run '^$' -bench 'BenchmarkQueueFloor' -benchtime 20000x ./queue
+//	go test -run '^$' -bench 'BenchmarkQueueOpen' -benchtime 5x ./queue
 func BenchmarkQueueFloor(b *testing.B) {
 	// Pop(1) against a Get of the head the queue tracks and a commit of
 	// its Delete.
@@ -49,7 +50,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 			}
 		}
 		defer qbAllocs(b, op)
-		pairedRatio(b, op, func() {
+		paired.Ratio(b, op, func() {
 			key = qbKey(key[:0], head)
 			v, closer, err := raw.Get(key)
 			if err != nil || len(v) == 0 {
@@ -82,7 +83,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		require.NoError(b, err)
 		stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench")
 		head := int64(1)
-		pairedRatio(b, func() {
+		paired.Ratio(b, func() {
 			ms, err := q.Pop(1)
 			if err != nil || len(ms) != 1 {
 				b.Fatalf("pop: %d messages, %v", len(ms), err)
@@ -125,7 +126,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 			}
 		}
 		defer qbAllocs(b, op)
-		pairedRatio(b, op, qbReceiveAckFloor(b, raw, n))
+		paired.Ratio(b, op, qbReceiveAckFloor(b, raw, n))
 	})
 
 	// Receive(100) and one Ack against what their storage work costs
@@ -149,7 +150,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		var lo, hi, sv []byte
 		keys := make([][]byte, n)
 		vals := make([][]byte, n)
-		pairedRatio(b, func() {
+		paired.Ratio(b, func() {
 			ms, err := q.Receive(n, time.Hour)
 			if err != nil || len(ms) != n {
 				b.Fatalf("receive: %d messages, %v", len(ms), err)
@@ -245,7 +246,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 				_ = batch.Close()
 			}
 		}
-		pairedRatio(b, pop(withState, true), pop(without, false))
+		paired.Ratio(b, pop(withState, true), pop(without, false))
 	})
 
 	// The Receive(100)+Ack floor on a Pebble that keeps values in their
@@ -258,7 +259,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		inline, dflt := qbPebble(b, b.TempDir(), false), qbPebbleSeparated(b, b.TempDir())
 		qbFill(b, inline, calls*n)
 		qbFill(b, dflt, calls*n)
-		pairedRatio(b, qbReceiveAckFloor(b, inline, n), qbReceiveAckFloor(b, dflt, n))
+		paired.Ratio(b, qbReceiveAckFloor(b, inline, n), qbReceiveAckFloor(b, dflt, n))
 	})
 
 	// Enqueue of one message per Update against a raw commit of one Set.
@@ -279,7 +280,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 			}
 		}
 		defer qbAllocs(b, op)
-		pairedRatio(b, op, func() { qbRawSet(b, raw, &key, &seq, val) })
+		paired.Ratio(b, op, func() { qbRawSet(b, raw, &key, &seq, val) })
 	})
 	b.Run("op=update-set", func(b *testing.B) {
 		db, _ := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
@@ -299,14 +300,14 @@ func BenchmarkQueueFloor(b *testing.B) {
 			}
 		}
 		defer qbAllocs(b, op)
-		pairedRatio(b, op, func() { qbRawSet(b, raw, &rkey, &rseq, val) })
+		paired.Ratio(b, op, func() { qbRawSet(b, raw, &rkey, &rseq, val) })
 	})
 	b.Run("op=enqueue-1-update,vs=update-set", func(b *testing.B) {
 		db, q := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
 		db2, _ := qbOpen(b, b.TempDir(), &tipkv.Options{NoSync: true})
 		seq := int64(1)
 		var key []byte
-		pairedRatio(b, func() {
+		paired.Ratio(b, func() {
 			if err := db.Update(func(batch *tipkv.Batch) error { return q.Enqueue(batch, item) }); err != nil {
 				b.Fatal(err)
 			}
@@ -325,15 +326,15 @@ func BenchmarkQueueFloor(b *testing.B) {
 	})
 }
 
-// qbCalls is at least how many calls of each side pairedRatio makes
-// (b.N, or pairedRounds+1 for a small b.N), and qbAllocsRuns more for
+// qbCalls is at least how many calls of each side paired.Ratio makes
+// (b.N, or paired.Rounds+1 for a small b.N), and qbAllocsRuns more for
 // qbAllocs.
-func qbCalls(b *testing.B) int { return max(b.N, pairedRounds+1) + qbAllocsRuns }
+func qbCalls(b *testing.B) int { return max(b.N, paired.Rounds+1) + qbAllocsRuns }
 
 const qbAllocsRuns = 64
 
 // qbAllocs reports op's allocations and bytes per call, over qbAllocsRuns
-// calls after the timed ones (pairedRatio runs with the timer stopped, so
+// calls after the timed ones (paired.Ratio runs with the timer stopped, so
 // b.ReportAllocs would count nothing). Pebble's background work allocates
 // too and is counted.
 func qbAllocs(b *testing.B, op func()) {
@@ -479,7 +480,7 @@ func BenchmarkQueueOpen(b *testing.B) {
 				// queue open (whose Close would store a count again).
 				db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true})
 				require.NoError(b, err)
-				st := storedQueueState(b, db, "bench")
+				st := storedState(b, db, "bench")
 				require.NoError(b, db.Update(func(batch *tipkv.Batch) error {
 					return link.Write(batch, func(tx *link.Tx) error {
 						return tx.Batch.Set(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "bench"),
@@ -520,21 +521,11 @@ func BenchmarkQueueOpen(b *testing.B) {
 	}
 }
 
-func storedQueueState(b testing.TB, db *tipkv.DB, name string) queuefmt.State {
-	s, err := link.StoreOf(db)
-	require.NoError(b, err)
-	v, err := s.Get(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name))
-	require.NoError(b, err)
-	st, err := queuefmt.ParseState(v)
-	require.NoError(b, err)
-	return st
-}
-
 func storedQueueStateDir(b testing.TB, dir, name string) queuefmt.State {
 	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: true})
 	require.NoError(b, err)
 	defer db.Close()
-	return storedQueueState(b, db, name)
+	return storedState(b, db, name)
 }
 
 var (
@@ -549,7 +540,7 @@ var (
 // its largest along the way, sampled every 1% of the run, and the flushes
 // the run cost. Run:
 //
-//	go test -run TestQueueChurnDisk -queue.churndisk 1000000 -queue.memtable 4194304 -v .
+//	go test ./queue -run TestQueueChurnDisk -queue.churndisk 1000000 -queue.memtable 4194304 -v
 func TestQueueChurnDisk(t *testing.T) {
 	if *churnDisk == 0 {
 		t.Skip("run with -queue.churndisk 1000000")

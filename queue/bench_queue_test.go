@@ -1,4 +1,4 @@
-package tipkv_test
+package queue_test
 
 import (
 	"encoding/binary"
@@ -22,9 +22,9 @@ import (
 
 // Queue benchmarks. Every store is on disk in b.TempDir(). Run:
 //
-//	go test -run '^$' -bench 'BenchmarkQueue/op=(receive-ack|naive)' -benchtime 300x .
-//	go test -run '^$' -bench 'BenchmarkQueue/op=enqueue' .
-//	go test -run '^$' -bench 'BenchmarkQueue/op=(synced|raw-synced)' -benchtime 2s .
+//	go test -run '^$' -bench 'BenchmarkQueue/op=(receive-ack|naive)' -benchtime 300x ./queue
+//	go test -run '^$' -bench 'BenchmarkQueue/op=enqueue' ./queue
+//	go test -run '^$' -bench 'BenchmarkQueue/op=(synced|raw-synced)' -benchtime 2s ./queue
 
 const qbPayload = 100 // bytes per message
 
@@ -463,7 +463,7 @@ var queueChurn = flag.Int("queue.churn", 0, "run TestQueueChurn with this many e
 // is sampled through the run and must stay under churnDiskBound; Receive
 // at the end must cost no more than 1.2x Receive at the start. Run:
 //
-//	go test -run TestQueueChurn -queue.churn 1000000 -v .
+//	go test ./queue -run TestQueueChurn -queue.churn 1000000 -v
 func TestQueueChurn(t *testing.T) {
 	if *queueChurn == 0 {
 		t.Skip("run with -queue.churn 1000000")
