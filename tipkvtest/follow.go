@@ -21,6 +21,7 @@ import (
 func followCases() []testCase {
 	return []testCase{
 		{"SinceIsOldestFirst", checked(testSinceIsOldestFirst)},
+		{"SinceWithoutLimitYieldsEveryEvent", checked(testSinceWithoutLimitYieldsEveryEvent)},
 		{"FollowerLosesNothing", checked(testFollowerLosesNothing)},
 		{"FollowerLosesNothingNoSync", checked(testFollowerLosesNothingNoSync)},
 		{"FollowEnds", checked(testFollowEnds)},
@@ -84,6 +85,39 @@ func testSinceIsOldestFirst(t *testing.T, b backend) {
 	require.ErrorIs(t, drainErr(t, f.Since("s", -1, tipkv.Query{})), tipkv.ErrInvalid)
 	require.ErrorIs(t, drainErr(t, f.Since("s", 0, tipkv.Query{After: "x"})), tipkv.ErrInvalid)
 	require.ErrorIs(t, drainErr(t, f.Since("", 0, tipkv.Query{})), tipkv.ErrInvalid)
+}
+
+// Query.Limit 0 means no limit for Since as for every read: a stream of
+// more than SincePage events is yielded whole, oldest first, in one
+// range; a limit above SincePage is honoured exactly; a loop that stops
+// early reads no further.
+func testSinceWithoutLimitYieldsEveryEvent(t *testing.T, b backend) {
+	db, f, _ := openFeed(t, b)
+	n := 2*versioned.SincePage + 17
+	var want []int64
+	for len(want) < n {
+		require.NoError(t, db.Update(func(bt *tipkv.Batch) error {
+			for range min(500, n-len(want)) {
+				p, err := f.Append(bt, "s", click{"p"})
+				if err != nil {
+					return err
+				}
+				want = append(want, p)
+			}
+			return nil
+		}))
+	}
+	require.Equal(t, want, positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))))
+	require.Equal(t, want[:versioned.SincePage+1], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{Limit: versioned.SincePage + 1}))))
+	require.Equal(t, want[3:n-5], positionsOf(drain(t, f.Since("s", want[2], tipkv.Query{To: want[n-6]}))))
+	seen := 0
+	for _, err := range f.Since("s", 0, tipkv.Query{}) {
+		require.NoError(t, err)
+		if seen++; seen == 10 {
+			break
+		}
+	}
+	require.Equal(t, 10, seen)
 }
 
 func testFollowerLosesNothing(t *testing.T, b backend) {
@@ -266,7 +300,8 @@ func testFollowEnds(t *testing.T, b backend) {
 }
 
 // Named cursors: Advance moves a group's cursor only from where it is,
-// with the Update or not at all; Lag is the time it trails; Trim keeps
+// with the Update or not at all; Lag is the time it trails, and
+// ErrNotFound for a group without a cursor; Trim keeps
 // every event after the slowest cursor unless told otherwise.
 func testGroupCursors(t *testing.T, b backend) {
 	db, f, clock := openFeed(t, b)
@@ -280,6 +315,8 @@ func testGroupCursors(t *testing.T, b backend) {
 	c, err := f.Cursor("s", "g")
 	require.NoError(t, err)
 	require.Zero(t, c)
+	_, err = f.Lag("s", "g")
+	require.ErrorIs(t, err, tipkv.ErrNotFound, "a group that never advanced has no lag (it was 56 years)")
 	require.NoError(t, db.Update(func(tx *tipkv.Batch) error {
 		if err := f.Advance(tx, "s", "g", 0, ps[2]); err != nil {
 			return err
@@ -310,6 +347,8 @@ func testGroupCursors(t *testing.T, b backend) {
 	require.NoError(t, f.Trim(db, "s", 2))
 	require.Equal(t, ps[2:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))), "nothing after the slowest cursor is dropped")
 	require.NoError(t, f.DropGroup(db, "s", "slow"))
+	_, err = f.Lag("s", "slow")
+	require.ErrorIs(t, err, tipkv.ErrNotFound, "a dropped group")
 	require.NoError(t, f.TrimBefore(db, "s", sec(9)))
 	require.Equal(t, ps[4:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))), "g's cursor holds")
 	past, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{TrimPastCursors: true})

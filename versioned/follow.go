@@ -14,14 +14,15 @@ import (
 	"github.com/tipkv/tipkv/engine"
 )
 
-// SincePage is how many events Since yields when Query.Limit is 0, and
-// how many Follow reads at a time.
+// SincePage is how many events Since and Follow read from the store at a
+// time (and hold in memory).
 const SincePage = 1000
 
 // Since yields the events of stream after position after, oldest first:
 // the positions in (after, q.To] (q.To zero: open) and at or above q.From,
-// at most q.Limit of them (zero: SincePage). It is one page of a follower:
-// pass the position of the last event it yields as after for the next.
+// at most q.Limit of them (zero: every one, read SincePage at a time). A
+// follower that reads in pages passes the position of the last event one
+// page yields as after for the next.
 // q.After and q.Prefix are ErrInvalid. An error is yielded once, as the
 // last pair.
 //
@@ -68,14 +69,24 @@ func (f *Feed[T]) Since(stream string, after int64, q tipkv.Query) iter.Seq2[Eve
 			return
 		}
 		var width int64
-		evs, err := f.oldest(stream, prefix, lo, min(hi, bound), limit, &width)
-		for _, e := range evs {
-			if !yield(e, nil) {
+		hi = min(hi, bound)
+		for {
+			page := min(limit, SincePage)
+			evs, err := f.oldest(stream, prefix, lo, hi, page, &width)
+			for _, e := range evs {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if err != nil {
+				yield(Event[T]{}, fmt.Errorf("stream %q: %w", stream, err))
 				return
 			}
-		}
-		if err != nil {
-			yield(Event[T]{}, fmt.Errorf("stream %q: %w", stream, err))
+			limit -= len(evs)
+			if len(evs) < page || limit == 0 || evs[len(evs)-1].Position >= hi {
+				return
+			}
+			lo = evs[len(evs)-1].Position + 1
 		}
 	}
 }
@@ -101,7 +112,7 @@ func (f *Feed[T]) sinceSpan(stream string, after int64, q tipkv.Query) (prefix [
 		hi = q.To
 	}
 	if limit == 0 {
-		limit = SincePage
+		limit = math.MaxInt
 	}
 	return namePrefix(codec.FamilyFeed, stream), lo, hi, limit, nil
 }

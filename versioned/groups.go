@@ -186,12 +186,24 @@ func (f *Feed[T]) expectCursor(tx *link.Tx, key []byte, d *docState, from int64)
 
 // Lag returns how far the cursor of group trails stream: the time
 // between the position of its cursor and that of the newest event stored
-// (0 when it is caught up or the stream is empty). It is one Get and one
-// seek.
+// (0 when it is caught up or the stream is empty). A group with no cursor
+// (never advanced, or dropped) is ErrNotFound: it has no position to
+// trail from. It is one Get and one seek.
 func (f *Feed[T]) Lag(stream, group string) (time.Duration, error) {
-	c, err := f.Cursor(stream, group)
-	if err != nil {
+	if err := checkGroup(stream, group); err != nil {
 		return 0, err
+	}
+	key := groupKey(stream, group)
+	v, err := f.store.Get(key)
+	if errors.Is(err, engine.ErrNotFound) {
+		return 0, fmt.Errorf("%w: stream %q has no group %q (Advance makes it)", tipkv.ErrNotFound, stream, group)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+	}
+	c, err := decodeCursor(key, v)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q, group %q: %w", stream, group, err)
 	}
 	n, err := newestNumber(f.store, namePrefix(codec.FamilyFeed, stream))
 	if err != nil {
