@@ -3,6 +3,7 @@ package versioned
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"time"
 
@@ -212,30 +213,87 @@ func (f *Feed[T]) Lag(stream, group string) (time.Duration, error) {
 	return time.Duration(max(n-c, 0)), nil
 }
 
-// slowestCursor returns the least cursor of stream's groups,
-// math.MaxInt64 when it has none: one scan of its cursors.
-func slowestCursor(r engine.Reader, stream string) (slowest int64, err error) {
+// Group is a consumer group of a stream, as Groups yields it.
+type Group struct {
+	// Name is the group's name.
+	Name string
+	// Position is the group's cursor: the position of the last event it
+	// handled (see Advance).
+	Position int64
+}
+
+// Groups yields the consumer groups of stream that have a cursor (each
+// group Advance has moved and DropGroup has not dropped since), in
+// bytewise order of their names, with their cursors. It reads the store:
+// one scan of the stream's cursors, [06 | stream, 06 | stream + 1), and
+// never the events. Groups created or dropped while it runs may or may not
+// appear. An error (a bad stream name, a cursor that does not decode,
+// which matches ErrCorrupt) is yielded once, as the last pair.
+func (f *Feed[T]) Groups(stream string) iter.Seq2[Group, error] {
+	return func(yield func(Group, error) bool) {
+		if err := checkName("stream", stream); err != nil {
+			yield(Group{}, err)
+			return
+		}
+		stopped := false
+		err := scanCursors(f.store, stream, func(group string, pos int64) bool {
+			stopped = !yield(Group{Name: group, Position: pos}, nil)
+			return !stopped
+		})
+		if err != nil && !stopped {
+			yield(Group{}, fmt.Errorf("stream %q: groups: %w", stream, err))
+		}
+	}
+}
+
+// scanCursors calls fn with the group and cursor of each of stream's
+// cursors, in key order, until fn returns false. Its error is for the
+// caller to yield.
+func scanCursors(r engine.Reader, stream string, fn func(group string, pos int64) bool) (err error) {
 	lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), stream)
 	it, err := newIter(r, lo, codec.PrefixEnd(lo), 0)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer func() {
 		if cerr := it.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	slowest = math.MaxInt64
 	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		group, rest, err := codec.DecodeString(k[len(lo):])
+		if err == nil && len(rest) != 0 {
+			err = fmt.Errorf("%w: %d bytes after the group name", codec.ErrCorrupt, len(rest))
+		}
+		if err != nil {
+			return fmt.Errorf("cursor key %x: %w", k, err)
+		}
 		v, err := it.Value()
 		if err != nil {
-			return 0, err
+			return err
 		}
-		n, err := decodeCursor(it.Key(), v)
+		n, err := decodeCursor(k, v)
 		if err != nil {
-			return 0, err
+			return err
 		}
-		slowest = min(slowest, n)
+		if !fn(group, n) {
+			return nil
+		}
 	}
-	return slowest, it.Error()
+	return it.Error()
+}
+
+// slowestCursor returns the least cursor of stream's groups,
+// math.MaxInt64 when it has none: one scan of its cursors.
+func slowestCursor(r engine.Reader, stream string) (int64, error) {
+	slowest := int64(math.MaxInt64)
+	err := scanCursors(r, stream, func(_ string, n int64) bool {
+		slowest = min(slowest, n)
+		return true
+	})
+	if err != nil {
+		return 0, err
+	}
+	return slowest, nil
 }
