@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tipkv/tipkv/engine"
+	storecheck "github.com/tipkv/tipkv/internal/check"
 )
 
 var compactCommand = &command{
@@ -13,11 +14,14 @@ var compactCommand = &command{
 	args:    []string{"DIR"},
 	summary: "compact the store family by family, reclaiming deleted space",
 	help: `
-Flushes the memtable, then compacts the store one key family at a time
-(meta, versions, queue-items, queue-state, feed, dead-letters, feed-cursors, then any
-other keys), printing on stderr each step's estimated size on disk and,
-every 10 seconds of a long step, that it is still at work. It reports the
-size on disk and the tombstones in sstables before and after.
+Flushes the memtable, then compacts the store one key family at a time,
+in key order, then the keys of no family:
+
+  ` + familyNames() + `
+
+It prints on stderr each step's estimated size on disk and, every 10
+seconds of a long step, that it is still at work. It reports the size on
+disk and the tombstones in sstables before and after.
 
 Compaction drops pruned versions, consumed queue messages and trimmed
 events, and the tombstones that covered them. Pebble keeps a tombstone
@@ -67,15 +71,19 @@ func ticker(c *ctx, name string, start time.Time) (stop func()) {
 	}
 }
 
+// compactStep is the compaction of one range: a family's keys, or keys
+// of no family.
 type compactStep struct {
-	keyRange
+	storecheck.Range
 	elapsed time.Duration
 }
 
+// compactSteps compacts the ranges check reads: each family in key order,
+// then what is left of the keyspace.
 func compactSteps() []*compactStep {
 	var steps []*compactStep
-	for _, r := range keyRanges() {
-		steps = append(steps, &compactStep{keyRange: r})
+	for _, r := range storecheck.Ranges() {
+		steps = append(steps, &compactStep{Range: r})
 	}
 	return steps
 }
@@ -126,18 +134,18 @@ func compact(c *ctx, dir string) int {
 	for i, st := range steps {
 		est := ""
 		if e, ok := s.kv.(lsmEngine); ok {
-			if n, err := e.EstimateDiskUsage(st.lo, st.hi); err == nil {
+			if n, err := e.EstimateDiskUsage(st.Lo, st.Hi); err == nil {
 				est = size(n)
 			}
 		}
-		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.name, est)
+		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.Name, est)
 		t := time.Now()
-		stop := ticker(c, st.name, t)
-		err := s.kv.(engine.Admin).Compact(st.lo, st.hi)
+		stop := ticker(c, st.Name, t)
+		err := s.kv.(engine.Admin).Compact(st.Lo, st.Hi)
 		stop()
 		if err != nil {
 			fmt.Fprintln(c.stderr)
-			return c.failf(exitFail, "compact %s: %v", st.name, err)
+			return c.failf(exitFail, "compact %s: %v", st.Name, err)
 		}
 		st.elapsed = time.Since(t)
 		fmt.Fprintf(c.stderr, "done in %s\n", st.elapsed.Round(time.Millisecond))
@@ -161,7 +169,7 @@ func compact(c *ctx, dir string) int {
 	if c.json {
 		list := []any{}
 		for _, st := range steps {
-			list = append(list, object{{"range", st.name}, {"seconds", st.elapsed.Seconds()}})
+			list = append(list, object{{"range", st.Name}, {"seconds", st.elapsed.Seconds()}})
 		}
 		err = writeJSON(c.stdout, object{
 			{"dir", dir}, {"disk_before", before}, {"disk_after", after},

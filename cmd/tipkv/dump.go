@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+
+	"github.com/tipkv/tipkv/codec"
 )
 
 var dumpCommand = &command{
@@ -19,8 +21,9 @@ their header (attempts, times) before the payload, queue states their head
 and tail. A key tipkv did not write is shown in hex, and so is a value that
 does not decode.
 
---family keeps one family (meta, versions, queue-items, queue-state, feed,
-dead-letters, or its number).
+--family keeps one family, by its name or its number:
+
+  ` + familyNames() + `
 
 --prefix P keeps the keys whose name begins with P, in every family (or
 the one --family names): the collection of a document version, the stream
@@ -41,7 +44,7 @@ large store streams. Tables cut long values; JSON never does.`,
 		rawHex := fs.Bool("hex", false, "show raw keys and values in hex")
 		limit := fs.Int("n", 0, "stop after `N` keys; 0 shows all")
 		return func(c *ctx, args []string) int {
-			var only *familyInfo
+			var only *codec.Layout
 			if *fam != "" {
 				var err error
 				if only, err = lookupFamily(*fam); err != nil {
@@ -59,26 +62,27 @@ large store streams. Tables cut long values; JSON never does.`,
 // dumpRanges returns the key ranges dump reads, in key order: the whole
 // key space, one family, or the keys whose first segment begins with
 // prefix in one or every family.
-func dumpRanges(only *familyInfo, prefix string, hasPrefix bool) [][2][]byte {
+func dumpRanges(only *codec.Layout, prefix string, hasPrefix bool) [][2][]byte {
 	var out [][2][]byte
 	for _, f := range families {
-		if only != nil && f != only {
+		if only != nil && f.Family != only.Family {
 			continue
 		}
-		lo, hi := familyRange(f.id)
+		lo, hi := familyRange(f.Family)
 		if hasPrefix {
-			lo, hi = namePrefix(f.id, prefix)
+			lo, hi = namePrefix(f.Family, prefix)
 		}
 		out = append(out, [2][]byte{lo, hi})
 	}
 	if only == nil && !hasPrefix {
 		// Everything, including keys of families tipkv does not write.
-		return [][2][]byte{{keyspaceStart, keyspaceEnd}}
+		lo, hi := codec.Keyspace()
+		return [][2][]byte{{lo, hi}}
 	}
 	return out
 }
 
-func dump(c *ctx, dir string, only *familyInfo, prefix string, rawHex bool, limit int) int {
+func dump(c *ctx, dir string, only *codec.Layout, prefix string, rawHex bool, limit int) int {
 	s, code := c.openStore(dir, false)
 	if s == nil {
 		return code

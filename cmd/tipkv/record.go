@@ -40,7 +40,7 @@ func decodeRecord(k key, v []byte) record {
 	if k.fam == nil || !k.complete() {
 		return r
 	}
-	switch k.fam.id {
+	switch k.fam.Family {
 	case codec.FamilyMeta:
 		if txt, ok := textValue(v); ok {
 			r.value = decoded{value: txt, raw: v}
@@ -55,10 +55,10 @@ func decodeRecord(k key, v []byte) record {
 	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
 		r.msgpack = true
 		tag, when := byte(queueItemTag), "visible_at"
-		if k.fam.id == codec.FamilyDeadLetters {
+		if k.fam.Family == codec.FamilyDeadLetters {
 			tag, when = queueDeadTag, "dead_at"
 		}
-		if k.fam.id == codec.FamilyDeadLetters && len(v) > 0 && v[0] == queueDeadRawTag {
+		if k.fam.Family == codec.FamilyDeadLetters && len(v) > 0 && v[0] == queueDeadRawTag {
 			r.bad = "a corrupt queue message, quarantined in the dead-letter queue (tipkv queue --discard deletes it)"
 			return r
 		}
@@ -99,7 +99,7 @@ func (r record) valueText() string {
 		return hexCell(r.raw)
 	case r.bad != "":
 		return truncate(hexCell(r.raw) + " (" + r.bad + ")")
-	case r.key.fam.id == codec.FamilyQueueState:
+	case r.key.fam.Family == codec.FamilyQueueState:
 		return valueCell(r.header)
 	case len(r.header) > 0:
 		return truncate(valueCell(r.header) + " " + r.value.cell())
@@ -126,7 +126,7 @@ func (r record) fields(raw bool) object {
 	switch {
 	case r.value.err != nil:
 		return append(obj, valueHex, field{"value_error", r.value.err.Error()})
-	case r.key.fam.id != codec.FamilyQueueState:
+	case r.key.fam.Family != codec.FamilyQueueState:
 		obj = append(obj, r.value.fields()...)
 	}
 	if raw {

@@ -115,7 +115,7 @@ func (st *storeStats) add(k key, v []byte) {
 		st.badKeys++
 		return
 	}
-	switch k.fam.id {
+	switch k.fam.Family {
 	case codec.FamilyVersions:
 		var c *collectionStats
 		if n := len(st.collections); n > 0 && string(st.collections[n-1].name) == string(k.segs[0]) {
@@ -183,9 +183,10 @@ func stats(c *ctx, dir string, noScan bool) int {
 	var queueErr error
 	if !noScan {
 		for _, f := range families {
-			st.family(byte(f.id))
+			st.family(byte(f.Family))
 		}
-		err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
+		lo, hi := codec.Keyspace()
+		err := s.scan(lo, hi, func(k, v []byte) error {
 			st.add(decodeKey(k), v)
 			return nil
 		})
