@@ -91,20 +91,26 @@ type decoded struct {
 // a whole msgpack value (the integers 48 to 57): it shows as msgpack. raw
 // is copied: a scan's value is the iterator's, valid only until its next
 // step.
-//
-// A document version with a time to live has an expiry header before the
-// document (package docfmt): it is shown apart, and the document decoded.
 func decode(raw []byte) decoded {
 	raw = bytes.Clone(raw)
-	doc, exp := docfmt.Split(raw)
-	v, err := decodeValue(doc)
-	if err != nil && json.Valid(doc) {
+	v, err := decodeValue(raw)
+	if err != nil && json.Valid(raw) {
 		var buf bytes.Buffer
-		if json.Compact(&buf, doc) == nil {
-			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true, exp: exp}
+		if json.Compact(&buf, raw) == nil {
+			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true}
 		}
 	}
-	return decoded{value: v, err: err, raw: raw, exp: exp}
+	return decoded{value: v, err: err, raw: raw}
+}
+
+// decodeVersion decodes a document version as it is stored (package
+// docfmt): an expiry header before the document is shown apart, and the
+// document decoded. raw stays the whole stored value.
+func decodeVersion(stored []byte) decoded {
+	doc, exp := docfmt.Split(stored)
+	d := decode(doc)
+	d.raw, d.exp = bytes.Clone(stored), exp
+	return d
 }
 
 // expires renders the expiry of a document version, "" for none.

@@ -271,7 +271,7 @@ func TestDecodeShowsTheExpiry(t *testing.T) {
 	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	v, err := codec.Msgpack[map[string]int]{}.Append(nil, map[string]int{"a": 1})
 	require.NoError(t, err)
-	d := decode(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...))
+	d := decodeVersion(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...))
 	require.NoError(t, d.err)
 	require.Equal(t, `{"a":1} (expires 2030-01-02T03:04:05Z)`, d.cell())
 	require.Contains(t, d.fields(), field{"expires", "2030-01-02T03:04:05Z"})

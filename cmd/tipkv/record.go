@@ -76,7 +76,10 @@ func decodeRecord(k key, v []byte) record {
 			return r
 		}
 		r.header = object{{"head", st.head}, {"tail", st.tail}}
-	default: // versions, feed
+	case codec.FamilyVersions:
+		r.msgpack = true
+		r.value = decodeVersion(v)
+	default: // feed
 		r.msgpack = true
 		r.value = decode(v)
 	}
