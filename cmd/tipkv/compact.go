@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/tipkv/tipkv/engine"
@@ -162,26 +163,36 @@ func compact(c *ctx, dir string) int {
 	if s, code = c.openStore(dir, false); s == nil {
 		return code
 	}
-	after, tombsAfter := s.db.DiskUsage(), tombstones(s)
-	elapsed := time.Since(start)
+	v := &compactView{dir: dir, steps: steps, diskBefore: before, tombsBefore: tombsBefore}
+	v.diskAfter, v.tombsAfter = s.db.DiskUsage(), tombstones(s)
+	v.elapsed = time.Since(start)
+	return c.show(v)
+}
 
-	var err error
-	if c.json {
-		list := []any{}
-		for _, st := range steps {
-			list = append(list, object{{"range", st.Name}, {"seconds", st.elapsed.Seconds()}})
-		}
-		err = writeJSON(c.stdout, object{
-			{"dir", dir}, {"disk_before", before}, {"disk_after", after},
-			{"tombstones_before", tombsBefore}, {"tombstones_after", tombsAfter},
-			{"seconds", elapsed.Seconds()}, {"steps", list},
-		})
-	} else {
-		_, err = fmt.Fprintf(c.stdout, "compacted %s in %s: %s -> %s on disk, %d -> %d tombstones in sstables\n",
-			dir, elapsed.Round(time.Millisecond), size(before), size(after), tombsBefore, tombsAfter)
+// compactView is what compact did: the size on disk and the tombstones
+// in sstables before and after, and how long each step took.
+type compactView struct {
+	dir                     string
+	steps                   []*compactStep
+	diskBefore, diskAfter   uint64
+	tombsBefore, tombsAfter int64 // -1: the engine cannot say
+	elapsed                 time.Duration
+}
+
+func (v *compactView) json() object {
+	list := []any{}
+	for _, st := range v.steps {
+		list = append(list, object{{"range", st.Name}, {"seconds", st.elapsed.Seconds()}})
 	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
+	return object{
+		{"dir", v.dir}, {"disk_before", v.diskBefore}, {"disk_after", v.diskAfter},
+		{"tombstones_before", v.tombsBefore}, {"tombstones_after", v.tombsAfter},
+		{"seconds", v.elapsed.Seconds()}, {"steps", list},
 	}
-	return exitOK
+}
+
+func (v *compactView) table(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "compacted %s in %s: %s -> %s on disk, %d -> %d tombstones in sstables\n",
+		v.dir, v.elapsed.Round(time.Millisecond), size(v.diskBefore), size(v.diskAfter), v.tombsBefore, v.tombsAfter)
+	return err
 }

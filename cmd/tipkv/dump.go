@@ -1,9 +1,9 @@
 package main
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"iter"
 
 	"github.com/tipkv/tipkv/codec"
 )
@@ -89,6 +89,9 @@ func dump(c *ctx, dir string, only *codec.Layout, prefix string, rawHex bool, li
 	}
 	defer s.close()
 
+	// The records stream: each is printed as it is read, so that a large
+	// store needs no memory, and what was printed stays printed when a
+	// read fails.
 	var t *table
 	var enc *json.Encoder
 	if c.json {
@@ -97,29 +100,18 @@ func dump(c *ctx, dir string, only *codec.Layout, prefix string, rawHex bool, li
 	} else {
 		t = newTable(c.stdout, "FAMILY", "KEY", "VALUE")
 	}
-	n := 0
-	for _, r := range dumpRanges(only, prefix, prefix != "") {
-		err := s.scan(r[0], r[1], func(k, v []byte) error {
-			if limit > 0 && n == limit {
-				return errStop
-			}
-			n++
-			rec := decodeRecord(decodeKey(k), v)
-			if enc != nil {
-				return enc.Encode(rec.fields(rawHex))
-			}
-			if rawHex {
-				t.row(familyName(rec.key.raw0()), "0x"+hex.EncodeToString(rec.key.raw), hexCell(rec.raw))
-			} else {
-				t.row(familyName(rec.key.raw0()), rec.key.text(), rec.valueText())
-			}
-			return nil
-		})
+	for rec, err := range fetchRecords(s, only, prefix, limit) {
+		if err == nil && enc != nil {
+			err = enc.Encode(rec.fields(rawHex))
+		}
 		if err != nil {
 			if t != nil {
 				_ = t.flush()
 			}
 			return c.failf(exitFail, "%v", err)
+		}
+		if t != nil {
+			t.row(rec.cells(rawHex)...)
 		}
 	}
 	if t != nil {
@@ -128,4 +120,35 @@ func dump(c *ctx, dir string, only *codec.Layout, prefix string, rawHex bool, li
 		}
 	}
 	return exitOK
+}
+
+// fetchRecords yields the store's records in key order, each key and
+// value decoded by the key's family: every key, or those of the family
+// only, or those whose name begins with prefix, at most limit of them (0:
+// all). An error is yielded once, as the last pair.
+func fetchRecords(s *store, only *codec.Layout, prefix string, limit int) iter.Seq2[record, error] {
+	return func(yield func(record, error) bool) {
+		n := 0
+		for _, r := range dumpRanges(only, prefix, prefix != "") {
+			stopped := false
+			err := s.scan(r[0], r[1], func(k, v []byte) error {
+				if limit > 0 && n == limit {
+					return errStop
+				}
+				n++
+				if !yield(decodeRecord(decodeKey(k), v), nil) {
+					stopped = true
+					return errStop
+				}
+				return nil
+			})
+			if err != nil {
+				yield(record{}, err)
+				return
+			}
+			if stopped {
+				return
+			}
+		}
+	}
 }

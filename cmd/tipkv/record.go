@@ -94,6 +94,15 @@ func unixTime(ns int64) any {
 	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
 }
 
+// cells renders the record as a row of dump's table: its family, its key,
+// its value; with raw, the key and the value in hex.
+func (r record) cells(raw bool) []any {
+	if raw {
+		return []any{familyName(r.key.raw0()), "0x" + hex.EncodeToString(r.key.raw), hexCell(r.raw)}
+	}
+	return []any{familyName(r.key.raw0()), r.key.text(), r.valueText()}
+}
+
 // valueText renders the value for a table: header fields, then the value,
 // or the raw bytes in hex and why they do not decode.
 func (r record) valueText() string {
