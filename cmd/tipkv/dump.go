@@ -18,8 +18,10 @@ collection, id, version; stream, position; queue, seq; meta name), and each
 value decoded from msgpack into JSON (a value stored as JSON, by
 codec.JSON, is shown as it is). Queue items and dead letters show
 their header (attempts, times) before the payload, queue states their head
-and tail. A key tipkv did not write is shown in hex, and so is a value that
-does not decode.
+and tail, feed cursors their position; a document version that is a
+delete marker shows as (deleted) ("deleted": true with --json), one with a
+time to live its expiry. A key tipkv did not write is shown in hex, and so
+is a value that does not decode.
 
 --family keeps one family, by its name or its number:
 

@@ -84,6 +84,9 @@ type decoded struct {
 	raw   []byte
 	json  bool  // the value is JSON, not msgpack
 	exp   int64 // a document version's expiry (Unix ns), 0 for none
+	// deleted marks a document version that is a delete marker: it has
+	// no value.
+	deleted bool
 }
 
 // decode decodes a stored value: msgpack first (the default codec), else
@@ -104,9 +107,13 @@ func decode(raw []byte) decoded {
 }
 
 // decodeVersion decodes a document version as it is stored (package
-// docfmt): an expiry header before the document is shown apart, and the
-// document decoded. raw stays the whole stored value.
+// docfmt): a delete marker is shown as deleted, an expiry header before
+// the document is shown apart, and the document decoded. raw stays the
+// whole stored value.
 func decodeVersion(stored []byte) decoded {
+	if docfmt.IsDeleteMarker(stored) {
+		return decoded{deleted: true, raw: bytes.Clone(stored)}
+	}
 	doc, exp := docfmt.Split(stored)
 	d := decode(doc)
 	d.raw, d.exp = bytes.Clone(stored), exp
@@ -124,6 +131,9 @@ func (d decoded) expires() string {
 // cell renders d for a table: the value as JSON, or its hex when it did not
 // decode.
 func (d decoded) cell() string {
+	if d.deleted {
+		return "(deleted)"
+	}
 	if d.err != nil {
 		return hexCell(d.raw) + " (neither msgpack nor JSON)"
 	}
@@ -134,9 +144,12 @@ func (d decoded) cell() string {
 }
 
 // fields renders d for JSON: "value" (and "value_encoding": "json" when it
-// was stored as JSON), or "value_hex" and "value_error" when it did not
-// decode.
+// was stored as JSON), "value_hex" and "value_error" when it did not
+// decode, or "deleted": true for a delete marker.
 func (d decoded) fields() object {
+	if d.deleted {
+		return object{{"deleted", true}}
+	}
 	if d.err != nil {
 		return object{{"value_hex", hex.EncodeToString(d.raw)}, {"value_error", d.err.Error()}}
 	}

@@ -15,16 +15,16 @@ type record struct {
 	key key
 	// raw is the value as stored.
 	raw []byte
-	// header holds the fields that precede a value's payload: a queue
-	// item's attempts and times, a queue state's head and tail.
+	// header holds the fields that precede a value's payload (a queue
+	// item's attempts and times), or that are the whole value (a queue
+	// state's head and tail, a feed cursor's position).
 	header object
+	// headerOnly says the family's values have no payload: header is the
+	// whole value.
+	headerOnly bool
 	// value is the payload decoded from msgpack (or JSON), or why it did
 	// not decode.
 	value decoded
-	// msgpack says whether the family's values are msgpack, so that a value
-	// that does not decode is a problem. Meta values and keys of unknown
-	// families are not.
-	msgpack bool
 	// bad says why the value does not have its family's format: a queue
 	// header or state that does not parse, a format key that is not a
 	// number. "" when it does.
@@ -53,7 +53,6 @@ func decodeRecord(k key, v []byte) record {
 			}
 		}
 	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
-		r.msgpack = true
 		tag, when := byte(queueItemTag), "visible_at"
 		if k.fam.Family == codec.FamilyDeadLetters {
 			tag, when = queueDeadTag, "dead_at"
@@ -75,12 +74,17 @@ func decodeRecord(k key, v []byte) record {
 			r.bad = "queue state: " + err.Error()
 			return r
 		}
-		r.header = object{{"head", st.head}, {"tail", st.tail}}
+		r.header, r.headerOnly = object{{"head", st.head}, {"tail", st.tail}}, true
+	case codec.FamilyFeedCursors:
+		if len(v) != codec.NumberSize {
+			r.bad = fmt.Sprintf("cursor of %d bytes, want %d", len(v), codec.NumberSize)
+			return r
+		}
+		pos, _, _ := codec.DecodeAsc(v)
+		r.header, r.headerOnly = object{{"position", pos}}, true
 	case codec.FamilyVersions:
-		r.msgpack = true
 		r.value = decodeVersion(v)
 	default: // feed
-		r.msgpack = true
 		r.value = decode(v)
 	}
 	return r
@@ -111,7 +115,7 @@ func (r record) valueText() string {
 		return hexCell(r.raw)
 	case r.bad != "":
 		return truncate(hexCell(r.raw) + " (" + r.bad + ")")
-	case r.key.fam.Family == codec.FamilyQueueState:
+	case r.headerOnly:
 		return valueCell(r.header)
 	case len(r.header) > 0:
 		return truncate(valueCell(r.header) + " " + r.value.cell())
@@ -138,7 +142,7 @@ func (r record) fields(raw bool) object {
 	switch {
 	case r.value.err != nil:
 		return append(obj, valueHex, field{"value_error", r.value.err.Error()})
-	case r.key.fam.Family != codec.FamilyQueueState:
+	case !r.headerOnly:
 		obj = append(obj, r.value.fields()...)
 	}
 	if raw {
