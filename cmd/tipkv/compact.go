@@ -45,17 +45,14 @@ names the table. Restore the store from a backup.`,
 	},
 }
 
-// tickEvery is how often a long compaction step says it is still at work.
-var tickEvery = 10 * time.Second
-
-// ticker prints a line on stderr every tickEvery until stop is called, so
+// ticker prints a line on stderr every knobs.tickEvery until stop is called, so
 // that a long step shows it is alive.
 func ticker(c *ctx, name string, start time.Time) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(tickEvery)
+		t := time.NewTicker(knobs.tickEvery)
 		defer t.Stop()
 		for {
 			select {

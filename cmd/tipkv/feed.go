@@ -36,7 +36,7 @@ Exits 1 when the stream has no events.`,
 			from := int64(0)
 			if *since != "" {
 				var err error
-				if from, err = parseSince(*since, time.Now()); err != nil {
+				if from, err = parseSince(*since, knobs.now()); err != nil {
 					return c.usagef("--since: %v", err)
 				}
 			}

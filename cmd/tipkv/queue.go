@@ -191,7 +191,7 @@ func fetchQueue(s *store, q *queue.Queue[[]byte], limit int, dead bool) (*queueV
 	}
 	v.stats = q.Stats()
 	var err error
-	if v.delayed, err = s.countDelayed(v.name, v.stats.Head, time.Now()); err != nil {
+	if v.delayed, err = s.countDelayed(v.name, v.stats.Head, knobs.now()); err != nil {
 		return nil, err
 	}
 	if !dead && v.stats.Len > 0 {

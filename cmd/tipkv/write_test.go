@@ -94,8 +94,8 @@ func TestBinaryStoreInUse(t *testing.T) {
 
 // A long compaction step says it is still at work.
 func TestCompactTicker(t *testing.T) {
-	defer func(d time.Duration) { tickEvery = d }(tickEvery)
-	tickEvery = time.Millisecond
+	defer func(d time.Duration) { knobs.tickEvery = d }(knobs.tickEvery)
+	knobs.tickEvery = time.Millisecond
 	var errOut strings.Builder
 	stop := ticker(&ctx{cmd: compactCommand, stderr: &errOut}, "versions", time.Now())
 	time.Sleep(20 * time.Millisecond)
