@@ -137,9 +137,10 @@ type newestScan struct {
 	it    engine.Iter
 	buf   *[]byte // holds the bounds until close
 	lo    []byte
-	plen  int // length of the prefix
-	limit int // 0: none
-	count int
+	plen  int   // length of the prefix
+	limit int   // 0: none
+	count int   // the keys that count toward limit
+	moved bool  // the first seek is done: next steps on
 	n     int64 // the current key's number
 	err   error
 }
@@ -173,7 +174,8 @@ func (sc *newestScan) next() bool {
 		return false
 	}
 	var ok bool
-	if sc.count == 0 {
+	if !sc.moved {
+		sc.moved = true
 		ok = sc.it.SeekGE(sc.lo)
 	} else {
 		ok = sc.it.Next()
@@ -186,6 +188,10 @@ func (sc *newestScan) next() bool {
 	sc.n, sc.err = numberOf(sc.it.Key(), sc.plen)
 	return sc.err == nil
 }
+
+// skip takes the current key out of the count toward the limit: the
+// caller does not yield it.
+func (sc *newestScan) skip() { sc.count-- }
 
 // value returns the current value, valid until the next call to next.
 func (sc *newestScan) value() ([]byte, error) { return sc.it.Value() }
