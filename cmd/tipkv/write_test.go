@@ -19,19 +19,7 @@ import (
 )
 
 func TestCompact(t *testing.T) {
-	dir := writeStore(t, func(db *tipkv.DB) {
-		for v := int64(1); v <= 200; v++ {
-			set(t, db, vkey("c", "d", v), mp(t, strings.Repeat("x", 100)))
-		}
-		require.NoError(t, db.Compact()) // the versions go to the bottom level
-		s, err := linkStore(db)
-		require.NoError(t, err)
-		b := s.NewBatch()
-		require.NoError(t, b.DeleteRange(vkey("c", "d", 190), vkey("c", "d", 0)))
-		require.NoError(t, b.Apply(false))
-		require.NoError(t, b.Close())
-		require.NoError(t, db.Flush())
-	})
+	dir := compactStore(t)
 	var out, errOut strings.Builder
 	code := run([]string{"compact", dir}, &out, &errOut)
 	require.Equal(t, exitOK, code, errOut.String())
