@@ -77,6 +77,7 @@ func TestGolden(t *testing.T) {
 // print is the same on every run.
 var goldenStores = map[string]func(t *testing.T) string{
 	"help":           func(*testing.T) string { return "" },
+	"version":        func(*testing.T) string { return "" },
 	"usage":          sample,
 	"sample":         sample,
 	"real":           realStore,
@@ -133,6 +134,26 @@ var goldenMasks = []struct {
 		[]string{"compact"},
 		"--json: the sizes on disk, how long each step and the whole took",
 		regexp.MustCompile(`"(disk_before|disk_after|seconds)": [\d.e+-]+`), `"$1": "~"`,
+	},
+	{
+		[]string{"version"},
+		"the module's version, which is the build's (its width sets the spaces after it)",
+		regexp.MustCompile(`(?m)^tipkv +\S+ +(\S+/\S+)$`), "tipkv ~ $1",
+	},
+	{
+		[]string{"version"},
+		"the spaces the version's width sets in the format line",
+		regexp.MustCompile(`(?m)^format +(\d+) +`), "format $1 ",
+	},
+	{
+		[]string{"version"},
+		"the Go version and platform of the test binary",
+		regexp.MustCompile(`(?m)^go +\S+ +\S+$`), "go ~ ~",
+	},
+	{
+		[]string{"version"},
+		"--json: the same",
+		regexp.MustCompile(`"(version|go|platform)": "[^"]*"`), `"$1": "~"`,
 	},
 	{
 		[]string{"backup"},
