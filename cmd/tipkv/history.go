@@ -16,9 +16,9 @@ var historyCommand = &command{
 	summary: "show the versions of one document, newest first",
 	help: `
 Shows the versions of document ID in COLLECTION, newest first, with their
-values decoded from msgpack or JSON (hex when a value is neither). With --as-of V
-it starts at the version that was latest when version V was written: the
-greatest version <= V.
+values decoded from msgpack or JSON (hex when a value is neither). With
+--as-of V it starts at the version that was latest when version V was
+written: the greatest version <= V.
 
 A deleted document shows its history, the newest version being the delete
 marker, shown as (deleted) ("deleted": true with --json). The versions are

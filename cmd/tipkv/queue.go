@@ -21,9 +21,9 @@ var queueCommand = &command{
 Shows queue NAME: its head (the oldest sequence number not yet consumed),
 its tail (the sequence number the next enqueue gets; stats shows the
 same), its depth (messages in the queue), how many of them are delayed,
-and its dead letters; then the
-next -n messages a Receive would deliver (a peek: nothing changes), their
-values decoded from msgpack or JSON (hex when a value is neither).
+and its dead letters; then the next -n messages a Receive would deliver
+(a peek: nothing changes), their values decoded from msgpack or JSON (hex
+when a value is neither).
 
 --dead lists the dead letters instead: messages delivered MaxAttempts times
 without an Ack, or whose stored bytes were corrupt.
