@@ -405,7 +405,7 @@ func (db *DB) Compact() error {
 	if err != nil {
 		return err
 	}
-	return a.Compact([]byte{0x00}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	return a.Compact(codec.Keyspace())
 }
 
 // DiskUsage returns the store's size on disk in bytes, 0 if the engine does

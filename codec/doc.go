@@ -11,8 +11,9 @@
 // chosen by its position in the family's layout (there are no per-part type
 // tags: the family says what comes next).
 //
-//	family     1 byte, see the Family constants. 0x00-0x05 are in use,
-//	           0x06-0xFF are reserved and never reused.
+//	family     1 byte: which family the key belongs to, and so what comes
+//	           next. See "Families" below: 0x00-0x06 are in use, 0x07-0xFE
+//	           are reserved, 0xFF is never a family.
 //
 //	segment    a string or byte string, escaped and terminated:
 //	           every 0x00 byte becomes 0x00 0xFF, then 0x00 0x01 ends it.
@@ -42,19 +43,46 @@
 //
 // # Families
 //
-//	0x00  meta          00 | name                      store metadata
-//	0x01  versions      01 | collection | id | desc(v) document versions
-//	0x02  queue items   02 | queue | asc(seq)          queue messages
-//	0x03  queue state   03 | queue                     head, tail (lower bounds)
-//	0x04  feed events   04 | stream | desc(pos)        event feeds
-//	0x05  dead letters  05 | queue | asc(seq)          a queue's dead letters
+// Each family has one layout: its byte, its segments in order, and in some
+// families a number. [Families] returns this table, and everything that
+// walks the key space reads it there ([Split], tipkv dump, stats, check
+// and compact, DB.Compact); the names are those tools print.
+//
+//	byte  name          layout                               value
+//	0x00  meta          00 | name                            store metadata (the format version, ...)
+//	0x01  versions      01 | collection | id | desc(version) a document version
+//	0x02  queue-items   02 | queue | asc(seq)                a queue message and its header
+//	0x03  queue-state   03 | queue                           a queue's head and tail (lower bounds)
+//	0x04  feed          04 | stream | desc(position)         a feed event
+//	0x05  dead-letters  05 | queue | asc(seq)                a dead letter and its header
+//	0x06  feed-cursors  06 | stream | group                  asc(position): a consumer group's cursor
+//	0x07-0xFE           reserved: future families take the next free byte
+//	0xFF                never a family (see Keyspace)
+//
+// A family's byte is never reused, nor its layout changed: a new kind of
+// record gets a new family. A key ends where its layout ends; a key with
+// bytes after them, or a key of a reserved family, is none of tipkv's.
+//
+// One key of each family, in hex, its parts apart (testdata/golden.txt
+// holds these and more):
+//
+//	meta "format"                       00 666f726d6174 0001
+//	versions "users" "alice" 1          01 7573657273 0001 616c696365 0001 7ffffffffffffffe
+//	queue-items "jobs" 1                02 6a6f6273 0001 8000000000000001
+//	queue-state "jobs"                  03 6a6f6273 0001
+//	feed "clicks" 1700000000000000000   04 636c69636b73 0001 68686301c9d5ffff
+//	dead-letters "jobs" 42              05 6a6f6273 0001 800000000000002a
+//	feed-cursors "clicks" "billing"     06 636c69636b73 0001 62696c6c696e67 0001
 //
 // Families whose layout ends in a number have a prefix (everything before the
 // number) and an 8-byte suffix; [Split] finds the boundary, so that Pebble's
 // bloom filters and prefix seeks work per document, stream or queue.
 //
-// The golden vectors in testdata/golden.txt pin these bytes; the layout of
-// format 1 is frozen.
+// [Keyspace] bounds a walk over the whole store: [00, FF×64). Every key of
+// every family lies inside it, since no family is 0xFF.
+//
+// The golden vectors in testdata/golden.txt pin these bytes, the family
+// table included; the layout of format 1 is frozen.
 //
 // # Values
 //

@@ -26,6 +26,7 @@ func TestGolden(t *testing.T) {
 	var out strings.Builder
 	sc := bufio.NewScanner(f)
 	n := 0
+	families := map[string]bool{} // the families that have a "family" line
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -35,6 +36,9 @@ func TestGolden(t *testing.T) {
 		lhs, want, ok := strings.Cut(line, " = ")
 		require.True(t, ok, "line %q has no ' = '", line)
 		got := encodeGolden(t, lhs)
+		if kind, args := fieldsGolden(t, lhs); kind == "family" {
+			families[args[0]] = true
+		}
 		fmt.Fprintf(&out, "%s = %s\n", lhs, hex.EncodeToString(got))
 		if !*rewrite {
 			require.Equal(t, want, hex.EncodeToString(got), "golden %q", lhs)
@@ -44,6 +48,9 @@ func TestGolden(t *testing.T) {
 	}
 	require.NoError(t, sc.Err())
 	require.Greater(t, n, 20)
+	for _, l := range codec.Families() {
+		require.True(t, families[l.Name], "family %s has no golden line: a new family adds one", l.Name)
+	}
 	if *rewrite {
 		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
 	}
@@ -75,8 +82,44 @@ func encodeGolden(t *testing.T, lhs string) []byte {
 		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), args[0])
 	case "meta":
 		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), args[0])
+	case "feedcursor":
+		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), args[0])
+		return codec.AppendString(k, args[1])
+	case "family":
+		return goldenFamily(t, args)
+	case "keyspace":
+		lo, hi := codec.Keyspace()
+		if args[0] == "lo" {
+			return lo
+		}
+		return hi
 	}
 	t.Fatalf("unknown golden kind %q", kind)
+	return nil
+}
+
+// goldenFamily checks a line `family NAME SEGMENT... [asc(N)|desc(N)]`
+// against the family table and returns the family's byte.
+func goldenFamily(t *testing.T, args []string) []byte {
+	for _, l := range codec.Families() {
+		if l.Name != args[0] {
+			continue
+		}
+		words := append([]string{l.Name}, l.Segments...)
+		switch {
+		case l.Numbered() && l.Desc:
+			words = append(words, "desc("+l.Number+")")
+		case l.Numbered():
+			words = append(words, "asc("+l.Number+")")
+		}
+		require.Equal(t, args, words, "the layout of family %s changed", l.Name)
+		got, ok := l.Family.Layout()
+		require.True(t, ok)
+		require.Equal(t, l, got)
+		require.Equal(t, l.Name, l.Family.String())
+		return []byte{byte(l.Family)}
+	}
+	t.Fatalf("no family %q in the table", args[0])
 	return nil
 }
 

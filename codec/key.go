@@ -18,34 +18,8 @@ var ErrCorrupt = errors.New("tipkv: corrupt data")
 // the same error.
 var ErrInvalid = errors.New("tipkv: invalid argument")
 
-// Family is the first byte of every key: which kind of record it is.
-type Family byte
-
-// The key families. A family number is never reused.
-const (
-	FamilyMeta        Family = 0x00 // 00 | name
-	FamilyVersions    Family = 0x01 // 01 | collection | id | desc(version)
-	FamilyQueueItems  Family = 0x02 // 02 | queue | asc(seq)
-	FamilyQueueState  Family = 0x03 // 03 | queue
-	FamilyFeed        Family = 0x04 // 04 | stream | desc(position)
-	FamilyDeadLetters Family = 0x05 // 05 | queue | asc(seq)
-	FamilyFeedCursors Family = 0x06 // 06 | stream | group
-)
-
 // NumberSize is the encoded size of asc(n) and desc(n).
 const NumberSize = 8
-
-// segments returns how many segments come before the trailing number in
-// family f, or -1 when f's keys have no trailing number.
-func segments(f Family) int {
-	switch f {
-	case FamilyVersions:
-		return 2
-	case FamilyQueueItems, FamilyFeed, FamilyDeadLetters:
-		return 1
-	}
-	return -1
-}
 
 const (
 	escByte   = 0x00
@@ -223,7 +197,7 @@ func segmentsEnd(key []byte) (int, bool) {
 	if len(key) == 0 {
 		return 0, false
 	}
-	nseg := segments(Family(key[0]))
+	nseg := segmentsBefore[key[0]]
 	if nseg < 0 {
 		return 0, false
 	}

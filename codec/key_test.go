@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -99,6 +100,38 @@ func TestSplit(t *testing.T) {
 	require.Equal(t, len(meta), codec.Split(meta))
 	require.Equal(t, 0, codec.Split(nil))
 	require.Equal(t, 3, codec.Split([]byte{0x01, 0x00, 0x00}))
+}
+
+// Split reads the family table: for every family, a key of its layout
+// splits before its number, or not at all when it has none; a key of a
+// reserved family is all prefix.
+func TestSplitFollowsTheTable(t *testing.T) {
+	numbered := 0
+	for _, l := range codec.Families() {
+		k := codec.AppendFamily(nil, l.Family)
+		for _, seg := range l.Segments {
+			k = codec.AppendString(k, seg+"\x00x")
+		}
+		prefix := len(k)
+		if l.Numbered() {
+			numbered++
+			k = codec.AppendAsc(k, 42)
+		}
+		require.Equal(t, prefix, codec.Split(k), "%s", l.Name)
+	}
+	require.Equal(t, 4, numbered, "versions, queue items, feed events and dead letters end in a number")
+	for b := 0x07; b <= 0xff; b++ {
+		k := codec.AppendAsc(codec.AppendString([]byte{byte(b)}, "x"), 1)
+		require.Equal(t, len(k), codec.Split(k), "reserved family 0x%02x", b)
+		_, ok := codec.Family(b).Layout()
+		require.False(t, ok)
+		require.Equal(t, fmt.Sprintf("0x%02x", b), codec.Family(b).String())
+	}
+	lo, hi := codec.Keyspace()
+	for _, l := range codec.Families() {
+		require.Negative(t, bytes.Compare(lo, []byte{byte(l.Family), 0}))
+		require.Negative(t, bytes.Compare([]byte{byte(l.Family), 0xff, 0xff}, hi))
+	}
 }
 
 // The comparer's invariants, checked over many random tipkv keys: Split of a

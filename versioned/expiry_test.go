@@ -85,3 +85,50 @@ func (it *closeHook) Close() error {
 	it.f()
 	return err
 }
+
+// History skips expired versions however many come first: one seek, then
+// one step per version. It sought its first key again after each expired
+// version at the start of a history, so the History of a document whose
+// newest version had expired never returned.
+func TestHistorySkipsExpiredNewestVersions(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	db, _ := testutil.OpenDir(t, &tipkv.Options{Clock: clock.Now})
+	c, err := versioned.NewCollection[string](db, "sessions", &versioned.Options[string]{TTL: time.Hour, PurgeInterval: -1})
+	require.NoError(t, err)
+	plain, err := versioned.NewCollection[string](db, "sessions", nil)
+	require.NoError(t, err)
+	_, err = plain.Put(db, "a", "kept") // version 1, no expiry
+	require.NoError(t, err)
+	for _, s := range []string{"old", "older"} {
+		_, err = c.Put(db, "a", s) // versions 2 and 3, expire at t0+1h
+		require.NoError(t, err)
+	}
+	clock.Set(t0.Add(time.Hour))
+
+	var sc seekCounter
+	defer versioned.WrapIters(func(it engine.Iter) engine.Iter { return &seekGuard{Iter: sc.wrap(it)} })()
+	for _, q := range []tipkv.Query{{}, {Limit: 1}} {
+		sc.seeks.Store(0)
+		var got []int64
+		for d, err := range c.History("a", q) {
+			require.NoError(t, err)
+			got = append(got, d.Version)
+		}
+		require.Equal(t, []int64{1}, got, "%+v: the version without expiry, after the two expired", q)
+		require.EqualValues(t, 1, sc.seeks.Load(), "%+v: one seek", q)
+	}
+}
+
+// seekGuard panics when its iterator seeks without end, so that a read
+// that loops fails instead of hanging.
+type seekGuard struct {
+	engine.Iter
+	seeks int
+}
+
+func (it *seekGuard) SeekGE(key []byte) bool {
+	if it.seeks++; it.seeks > 1000 {
+		panic("an iterator sought 1000 times")
+	}
+	return it.Iter.SeekGE(key)
+}

@@ -277,7 +277,7 @@ func (c *Collection[T]) history(r engine.Reader, id string, q tipkv.Query, yield
 			return false, err
 		}
 		if c.expired(raw) {
-			sc.count-- // the limit counts the versions yielded
+			sc.skip() // the limit counts the versions yielded
 			continue
 		}
 		d, err := c.doc(id, sc.n, raw, kindHistory, scratch)

@@ -181,6 +181,10 @@ func (sc *newestScan) next() bool {
 	return sc.err == nil
 }
 
+// skip takes the current key out of the count toward the limit: the
+// caller does not yield it.
+func (sc *newestScan) skip() { sc.count-- }
+
 // value returns the current value, valid until the next call to next.
 func (sc *newestScan) value() ([]byte, error) { return sc.it.Value() }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"io"
 	"io/fs"
 	"path/filepath"
 
@@ -42,24 +43,32 @@ func backup(c *ctx, dir, dest string) int {
 		}
 		return c.failf(exitFail, "%v", err)
 	}
-	files, bytes, err := dirSize(dest)
-	if err != nil {
+	v := &backupView{dir: dir, dest: dest}
+	var err error
+	if v.files, v.bytes, err = dirSize(dest); err != nil {
 		return c.failf(exitFail, "%v", err)
 	}
-	if c.json {
-		err = writeJSON(c.stdout, object{{"dir", dir}, {"dest", dest}, {"files", files}, {"bytes", bytes}})
-	} else {
-		t := newTable(c.stdout)
-		t.row("backed up", dir)
-		t.row("to", dest)
-		t.row("files", files)
-		t.row("size", size(bytes)+" (tables hard-linked where they could be take no new space)")
-		err = t.flush()
-	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
-	return exitOK
+	return c.show(v)
+}
+
+// backupView is what backup made: the copy and its files.
+type backupView struct {
+	dir, dest string
+	files     int
+	bytes     uint64
+}
+
+func (v *backupView) json() object {
+	return object{{"dir", v.dir}, {"dest", v.dest}, {"files", v.files}, {"bytes", v.bytes}}
+}
+
+func (v *backupView) table(w io.Writer) error {
+	t := newTable(w)
+	t.row("backed up", v.dir)
+	t.row("to", v.dest)
+	t.row("files", v.files)
+	t.row("size", size(v.bytes)+" (tables hard-linked where they could be take no new space)")
+	return t.flush()
 }
 
 // dirSize counts the files in dir and their bytes.

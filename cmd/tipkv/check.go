@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/tipkv/tipkv"
@@ -88,55 +89,64 @@ func check(c *ctx, dir string, raw map[string]bool, max int) int {
 	return report(c, rep)
 }
 
-// report writes the checker's verdict and returns the exit status: 0 when
+// report shows the checker's verdict and returns the exit status: 0 when
 // healthy, 1 when not.
 func report(c *ctx, rep storecheck.Report) int {
-	var err error
-	healthy := rep.Healthy()
-	if c.json {
-		list := []any{}
-		for _, p := range rep.Problems {
-			obj := object{{"kind", p.Kind}}
-			if p.Key == nil {
-				obj = append(obj, field{"family", p.Where})
-			} else {
-				obj = append(obj, decodeKey(p.Key).fields()...)
-				obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.Key)})
-			}
-			list = append(list, append(obj, field{"detail", p.Detail}))
-		}
-		err = writeJSON(c.stdout, object{
-			{"healthy", healthy}, {"keys", rep.Keys}, {"documents", rep.Documents}, {"events", rep.Events},
-			{"messages", rep.Messages}, {"problem_count", rep.Count}, {"problems", list},
-		})
-	} else {
-		if len(rep.Problems) > 0 {
-			t := newTable(c.stdout, "PROBLEM", "FAMILY", "KEY", "DETAIL")
-			for _, p := range rep.Problems {
-				if p.Key == nil {
-					t.row(p.Kind, p.Where, "-", p.Detail)
-					continue
-				}
-				k := decodeKey(p.Key)
-				t.row(p.Kind, familyName(k.raw0()), k.text(), p.Detail)
-			}
-			err = t.flush()
-		}
-		if rep.Count > len(rep.Problems) {
-			fmt.Fprintf(c.stdout, "... and %d more (--max)\n", rep.Count-len(rep.Problems))
-		}
-		verdict := "healthy"
-		if !healthy {
-			verdict = fmt.Sprintf("%d problem(s)", rep.Count)
-		}
-		fmt.Fprintf(c.stdout, "checked %d keys (%d documents, %d events, %d queue messages): %s\n",
-			rep.Keys, rep.Documents, rep.Events, rep.Messages, verdict)
+	if code := c.show(checkView{rep}); code != exitOK {
+		return code
 	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
-	if !healthy {
+	if !rep.Healthy() {
 		return exitFail
 	}
 	return exitOK
+}
+
+// checkView is check's verdict: what was read, and the problems listed.
+type checkView struct{ rep storecheck.Report }
+
+func (v checkView) json() object {
+	rep := v.rep
+	list := []any{}
+	for _, p := range rep.Problems {
+		obj := object{{"kind", p.Kind}}
+		if p.Key == nil {
+			obj = append(obj, field{"family", p.Where})
+		} else {
+			obj = append(obj, decodeKey(p.Key).fields()...)
+			obj = append(obj, field{"key_hex", fmt.Sprintf("%x", p.Key)})
+		}
+		list = append(list, append(obj, field{"detail", p.Detail}))
+	}
+	return object{
+		{"healthy", rep.Healthy()}, {"keys", rep.Keys}, {"documents", rep.Documents}, {"events", rep.Events},
+		{"messages", rep.Messages}, {"problem_count", rep.Count}, {"problems", list},
+	}
+}
+
+func (v checkView) table(w io.Writer) error {
+	rep := v.rep
+	if len(rep.Problems) > 0 {
+		t := newTable(w, "PROBLEM", "FAMILY", "KEY", "DETAIL")
+		for _, p := range rep.Problems {
+			if p.Key == nil {
+				t.row(p.Kind, p.Where, "-", p.Detail)
+				continue
+			}
+			k := decodeKey(p.Key)
+			t.row(p.Kind, familyName(k.raw0()), k.text(), p.Detail)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if rep.Count > len(rep.Problems) {
+		fmt.Fprintf(w, "... and %d more (--max)\n", rep.Count-len(rep.Problems))
+	}
+	verdict := "healthy"
+	if !rep.Healthy() {
+		verdict = fmt.Sprintf("%d problem(s)", rep.Count)
+	}
+	_, err := fmt.Fprintf(w, "checked %d keys (%d documents, %d events, %d queue messages): %s\n",
+		rep.Keys, rep.Documents, rep.Events, rep.Messages, verdict)
+	return err
 }

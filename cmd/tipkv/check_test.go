@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
-	"github.com/tipkv/tipkv/codec"
 )
 
 func TestCheckHealthy(t *testing.T) {
@@ -32,28 +31,7 @@ func TestCheckHealthy(t *testing.T) {
 
 // Every kind of problem check finds, each named with its key; exit 1.
 func TestCheckProblems(t *testing.T) {
-	enq := t0.UnixNano()
-	dir := writeStore(t, func(db *tipkv.DB) {
-		set(t, db,
-			vkey("c", "gap", 5), mp(t, 5), // 4 and 3 missing
-			vkey("c", "gap", 2), mp(t, 2),
-			vkey("c", "gap", 1), mp(t, 1),
-			vkey("c", "zero", 0), mp(t, 0),
-			vkey("c", "text", 1), []byte("plain text"),
-			vkey("raw", "r", 1), []byte("plain text"),
-			fkey("s", 1), []byte{0xc1},
-			[]byte{0x01, 'c', 0x00}, []byte("v"),
-			[]byte{0x07}, []byte("x"),
-			qkey(codec.FamilyQueueItems, "q", 1), qvalue(t, queueItemTag, 0, enq, 0, "below head"),
-			qkey(codec.FamilyQueueItems, "q", 4), []byte{0x09, 0x00},
-			segPrefix(codec.FamilyQueueState, "q"), qstate(3, 5),
-			segPrefix(codec.FamilyQueueState, "bad"), []byte{0x01, 0x80},
-			segPrefix(codec.FamilyQueueState, "back"), qstate(7, 6),
-			qkey(codec.FamilyQueueItems, "q", 6), qvalue(t, queueItemTag, 0, enq, 0, "twice"),
-			qkey(codec.FamilyDeadLetters, "q", 6), qvalue(t, queueDeadTag, 3, enq, enq, "twice"),
-			qkey(codec.FamilyDeadLetters, "q", 2), append([]byte{queueDeadRawTag}, 0x09, 0x00),
-		)
-	})
+	dir := problemStore(t)
 	out, errOut, code := cli(t, "check", dir, "--raw", "raw,other")
 	require.Equal(t, exitFail, code, "%s%s", out, errOut)
 	require.Empty(t, errOut)
@@ -95,14 +73,7 @@ func TestCheckProblems(t *testing.T) {
 }
 
 func TestCheckMissingFormatKey(t *testing.T) {
-	dir := writeStore(t, func(db *tipkv.DB) {
-		s, err := linkStore(db)
-		require.NoError(t, err)
-		b := s.NewBatch()
-		require.NoError(t, b.Delete(segPrefix(codec.FamilyMeta, "format")))
-		require.NoError(t, b.Apply(false))
-		require.NoError(t, b.Close())
-	})
+	dir := noFormatKeyStore(t)
 	// A store whose marker says it was created but whose format key is
 	// gone has lost its data: it does not open, and check says it is
 	// unhealthy (corrupt), not that it could not run.

@@ -3,9 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/tipkv/tipkv/engine"
+	storecheck "github.com/tipkv/tipkv/internal/check"
 )
 
 var compactCommand = &command{
@@ -13,11 +15,14 @@ var compactCommand = &command{
 	args:    []string{"DIR"},
 	summary: "compact the store family by family, reclaiming deleted space",
 	help: `
-Flushes the memtable, then compacts the store one key family at a time
-(meta, versions, queue-items, queue-state, feed, dead-letters, feed-cursors, then any
-other keys), printing on stderr each step's estimated size on disk and,
-every 10 seconds of a long step, that it is still at work. It reports the
-size on disk and the tombstones in sstables before and after.
+Flushes the memtable, then compacts the store one key family at a time,
+in key order, then the keys of no family:
+
+  ` + familyNames() + `
+
+It prints on stderr each step's estimated size on disk and, every 10
+seconds of a long step, that it is still at work. It reports the size on
+disk and the tombstones in sstables before and after.
 
 Compaction drops pruned versions, consumed queue messages and trimmed
 events, and the tombstones that covered them. Pebble keeps a tombstone
@@ -40,17 +45,14 @@ names the table. Restore the store from a backup.`,
 	},
 }
 
-// tickEvery is how often a long compaction step says it is still at work.
-var tickEvery = 10 * time.Second
-
-// ticker prints a line on stderr every tickEvery until stop is called, so
+// ticker prints a line on stderr every knobs.tickEvery until stop is called, so
 // that a long step shows it is alive.
 func ticker(c *ctx, name string, start time.Time) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(tickEvery)
+		t := time.NewTicker(knobs.tickEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -67,15 +69,19 @@ func ticker(c *ctx, name string, start time.Time) (stop func()) {
 	}
 }
 
+// compactStep is the compaction of one range: a family's keys, or keys
+// of no family.
 type compactStep struct {
-	keyRange
+	storecheck.Range
 	elapsed time.Duration
 }
 
+// compactSteps compacts the ranges check reads: each family in key order,
+// then what is left of the keyspace.
 func compactSteps() []*compactStep {
 	var steps []*compactStep
-	for _, r := range keyRanges() {
-		steps = append(steps, &compactStep{keyRange: r})
+	for _, r := range storecheck.Ranges() {
+		steps = append(steps, &compactStep{Range: r})
 	}
 	return steps
 }
@@ -126,18 +132,18 @@ func compact(c *ctx, dir string) int {
 	for i, st := range steps {
 		est := ""
 		if e, ok := s.kv.(lsmEngine); ok {
-			if n, err := e.EstimateDiskUsage(st.lo, st.hi); err == nil {
+			if n, err := e.EstimateDiskUsage(st.Lo, st.Hi); err == nil {
 				est = size(n)
 			}
 		}
-		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.name, est)
+		fmt.Fprintf(c.stderr, "  %d/%d %-13s %9s  ", i+1, len(steps), st.Name, est)
 		t := time.Now()
-		stop := ticker(c, st.name, t)
-		err := s.kv.(engine.Admin).Compact(st.lo, st.hi)
+		stop := ticker(c, st.Name, t)
+		err := s.kv.(engine.Admin).Compact(st.Lo, st.Hi)
 		stop()
 		if err != nil {
 			fmt.Fprintln(c.stderr)
-			return c.failf(exitFail, "compact %s: %v", st.name, err)
+			return c.failf(exitFail, "compact %s: %v", st.Name, err)
 		}
 		st.elapsed = time.Since(t)
 		fmt.Fprintf(c.stderr, "done in %s\n", st.elapsed.Round(time.Millisecond))
@@ -154,26 +160,36 @@ func compact(c *ctx, dir string) int {
 	if s, code = c.openStore(dir, false); s == nil {
 		return code
 	}
-	after, tombsAfter := s.db.DiskUsage(), tombstones(s)
-	elapsed := time.Since(start)
+	v := &compactView{dir: dir, steps: steps, diskBefore: before, tombsBefore: tombsBefore}
+	v.diskAfter, v.tombsAfter = s.db.DiskUsage(), tombstones(s)
+	v.elapsed = time.Since(start)
+	return c.show(v)
+}
 
-	var err error
-	if c.json {
-		list := []any{}
-		for _, st := range steps {
-			list = append(list, object{{"range", st.name}, {"seconds", st.elapsed.Seconds()}})
-		}
-		err = writeJSON(c.stdout, object{
-			{"dir", dir}, {"disk_before", before}, {"disk_after", after},
-			{"tombstones_before", tombsBefore}, {"tombstones_after", tombsAfter},
-			{"seconds", elapsed.Seconds()}, {"steps", list},
-		})
-	} else {
-		_, err = fmt.Fprintf(c.stdout, "compacted %s in %s: %s -> %s on disk, %d -> %d tombstones in sstables\n",
-			dir, elapsed.Round(time.Millisecond), size(before), size(after), tombsBefore, tombsAfter)
+// compactView is what compact did: the size on disk and the tombstones
+// in sstables before and after, and how long each step took.
+type compactView struct {
+	dir                     string
+	steps                   []*compactStep
+	diskBefore, diskAfter   uint64
+	tombsBefore, tombsAfter int64 // -1: the engine cannot say
+	elapsed                 time.Duration
+}
+
+func (v *compactView) json() object {
+	list := []any{}
+	for _, st := range v.steps {
+		list = append(list, object{{"range", st.Name}, {"seconds", st.elapsed.Seconds()}})
 	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
+	return object{
+		{"dir", v.dir}, {"disk_before", v.diskBefore}, {"disk_after", v.diskAfter},
+		{"tombstones_before", v.tombsBefore}, {"tombstones_after", v.tombsAfter},
+		{"seconds", v.elapsed.Seconds()}, {"steps", list},
 	}
-	return exitOK
+}
+
+func (v *compactView) table(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "compacted %s in %s: %s -> %s on disk, %d -> %d tombstones in sstables\n",
+		v.dir, v.elapsed.Round(time.Millisecond), size(v.diskBefore), size(v.diskAfter), v.tombsBefore, v.tombsAfter)
+	return err
 }

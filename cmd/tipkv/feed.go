@@ -3,10 +3,13 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/versioned"
 )
 
 var feedCommand = &command{
@@ -33,7 +36,7 @@ Exits 1 when the stream has no events.`,
 			from := int64(0)
 			if *since != "" {
 				var err error
-				if from, err = parseSince(*since, time.Now()); err != nil {
+				if from, err = parseSince(*since, knobs.now()); err != nil {
 					return c.usagef("--since: %v", err)
 				}
 			}
@@ -57,36 +60,74 @@ func parseSince(s string, now time.Time) (int64, error) {
 	return 0, fmt.Errorf("%q is neither an RFC 3339 time, a duration nor a position in Unix nanoseconds", s)
 }
 
+// feedView is the newest events of a stream, as feed shows them.
+type feedView struct {
+	stream string
+	newest int64 // the stream's newest position
+	events []feedEvent
+}
+
+// feedEvent is one event: its position and its value.
+type feedEvent struct {
+	position int64
+	value    decoded
+}
+
 func feed(c *ctx, dir, stream string, n int, since int64) int {
 	s, code := c.openStore(dir, false)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-
-	entries, newest, found, err := s.readNewest(segPrefix(codec.FamilyFeed, stream), nil, n, since, false)
+	v, err := fetchFeed(s, stream, n, since)
 	if err != nil {
-		return c.failf(exitFail, "%v", err)
+		return c.failed(err)
+	}
+	return c.show(v)
+}
+
+// fetchFeed reads stream as package versioned reads it, with codec.Raw so
+// that any value comes back: its newest position, then up to n events (0:
+// all) at or after the position since, newest first. A stream with no
+// event is a notFoundError.
+func fetchFeed(s *store, stream string, n int, since int64) (*feedView, error) {
+	f, err := versioned.NewFeed(s.db, &versioned.FeedOptions[[]byte]{Codec: codec.Raw{}})
+	if err != nil {
+		return nil, err
+	}
+	v := &feedView{stream: stream}
+	found := false
+	for e, err := range f.Newest(stream, tipkv.Query{Limit: 1}) {
+		if err != nil {
+			return nil, err
+		}
+		v.newest, found = e.Position, true
 	}
 	if !found {
-		return c.notFoundf("stream %q has no events", stream)
+		return nil, notFoundf("stream %q has no events", stream)
 	}
+	// Positions are at least 1: a since before that bounds nothing.
+	for e, err := range f.Newest(stream, tipkv.Query{Limit: n, From: max(since, 0)}) {
+		if err != nil {
+			return nil, err
+		}
+		v.events = append(v.events, feedEvent{e.Position, decode(e.Value)})
+	}
+	return v, nil
+}
 
-	if c.json {
-		list := []any{}
-		for _, e := range entries {
-			list = append(list, append(object{{"position", e.n}, {"time", positionTime(e.n)}}, e.value.fields()...))
-		}
-		err = writeJSON(c.stdout, object{{"stream", stream}, {"newest", newest}, {"events", list}})
-	} else {
-		t := newTable(c.stdout, "POSITION", "TIME", "VALUE")
-		for _, e := range entries {
-			t.row(e.n, positionTime(e.n), e.value.cell())
-		}
-		err = t.flush()
+func (v *feedView) json() object {
+	list := []any{}
+	for _, e := range v.events {
+		list = append(list, append(object{{"position", e.position}, {"time", positionTime(e.position)}}, e.value.fields()...))
 	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
+	return object{{"stream", v.stream}, {"newest", v.newest}, {"events", list}}
+}
+
+func (v *feedView) table(w io.Writer) error {
+	t := newTable(w, "POSITION", "TIME", "VALUE")
+	for _, e := range v.events {
+		t.row(e.position, positionTime(e.position), e.value.cell())
 	}
-	return exitOK
+	return t.flush()
 }

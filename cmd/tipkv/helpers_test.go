@@ -56,12 +56,36 @@ func jsonLines(t *testing.T, s string) []map[string]any {
 	return out
 }
 
-// writeStore creates a store in a new directory, lets fill write to it,
-// closes it and returns the directory.
+// writeStore creates a store in a new directory, lets fill write to it
+// with the DB's clock stopped at goldenWritten, closes it and returns the
+// directory.
 func writeStore(t *testing.T, fill func(db *tipkv.DB)) string {
 	t.Helper()
+	return writeStoreAt(t, func() time.Time { return goldenWritten }, fill)
+}
+
+// goldenWritten is the time the test stores are written at: after the
+// sample's events (t0 and the four minutes after it), before goldenNow.
+var goldenWritten = t0.Add(90 * time.Minute)
+
+// fixNow stops the clock of the commands (knobs.now) at goldenNow until
+// the test ends.
+func fixNow(t *testing.T) {
+	saved := knobs.now
+	t.Cleanup(func() { knobs.now = saved })
+	knobs.now = func() time.Time { return goldenNow }
+}
+
+// goldenNow is the time the commands see in TestGolden and wherever a
+// test calls fixNow: after every store's writes (goldenWritten), before
+// what they wrote to expire or become visible an hour later.
+var goldenNow = t0.Add(2 * time.Hour)
+
+// writeStoreAt is writeStore with the DB's clock at clock.
+func writeStoreAt(t *testing.T, clock func() time.Time, fill func(db *tipkv.DB)) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "store")
-	db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true})
+	db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true, Clock: clock})
 	require.NoError(t, err)
 	if fill != nil {
 		fill(db)
@@ -83,11 +107,16 @@ func set(t *testing.T, db *tipkv.DB, kv ...[]byte) {
 	}))
 }
 
+// mp encodes v as msgpack, a map's keys sorted: Go ranges over a map in
+// random order, and the stores of the golden files must hold the same
+// bytes on every run.
 func mp(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := msgpack.Marshal(v)
-	require.NoError(t, err)
-	return b
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	require.NoError(t, enc.Encode(v))
+	return buf.Bytes()
 }
 
 func vkey(coll, id string, v int64) []byte {

@@ -2,11 +2,12 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"math"
+	"io"
 	"strconv"
 
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/versioned"
 )
 
 var historyCommand = &command{
@@ -15,14 +16,17 @@ var historyCommand = &command{
 	summary: "show the versions of one document, newest first",
 	help: `
 Shows the versions of document ID in COLLECTION, newest first, with their
-values decoded from msgpack or JSON (hex when a value is neither). With --as-of V
-it starts at the version that was latest when version V was written: the
-greatest version <= V.
+values decoded from msgpack or JSON (hex when a value is neither). With
+--as-of V it starts at the version that was latest when version V was
+written: the greatest version <= V.
 
 A deleted document shows its history, the newest version being the delete
-marker, shown as (deleted) ("deleted": true with --json). Exits 1 when the
-document has no versions (it never existed, or was purged); an --as-of older
-than every kept version shows nothing and exits 0.`,
+marker, shown as (deleted) ("deleted": true with --json). The versions are
+those Collection.History reads: a version whose time to live (Options.TTL)
+has passed reads as gone, though it stays on disk until it is purged
+(tipkv dump shows it, and its expiry). Exits 1 when the document has no
+versions (it never existed, was purged, or every version expired); an
+--as-of older than every kept version shows nothing and exits 0.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
 		n := fs.Int("n", 10, "show at most `N` versions; 0 shows all")
 		asOf := optInt(fs, "as-of", "start at the greatest version <= `V`")
@@ -38,11 +42,18 @@ than every kept version shows nothing and exits 0.`,
 	},
 }
 
-// numbered is one entry of a newest-first family (a version or an event):
-// its number and its decoded value.
-type numbered struct {
-	n     int64
-	value decoded
+// historyView is a document's history, newest first, as history shows it.
+type historyView struct {
+	collection, id string
+	latest         int64 // the document's latest version
+	versions       []docVersion
+}
+
+// docVersion is one version of a document: a value, or a delete marker.
+type docVersion struct {
+	version int64
+	deleted bool
+	value   decoded
 }
 
 func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
@@ -51,96 +62,74 @@ func history(c *ctx, dir, coll, id string, n int, asOf *optionalInt) int {
 		return code
 	}
 	defer s.close()
-
-	prefix := segPrefix(codec.FamilyVersions, coll, id)
-	var from []byte
-	if asOf.set {
-		from = codec.AppendDesc(append([]byte(nil), prefix...), asOf.v)
-	}
-	entries, latest, found, err := s.readNewest(prefix, from, n, math.MinInt64, true)
+	v, err := fetchHistory(s, coll, id, n, asOf)
 	if err != nil {
-		return c.failf(exitFail, "%v", err)
+		return c.failed(err)
 	}
-	if !found {
-		return c.notFoundf("collection %q has no document %q", coll, id)
-	}
-
-	if c.json {
-		list := []any{}
-		for _, e := range entries {
-			if s.fm.IsDeleteMarker(e.value.raw) {
-				list = append(list, object{{"version", e.n}, {"deleted", true}})
-				continue
-			}
-			list = append(list, append(object{{"version", e.n}}, e.value.fields()...))
-		}
-		err = writeJSON(c.stdout, object{
-			{"collection", coll}, {"id", id}, {"latest", latest}, {"versions", list},
-		})
-	} else {
-		t := newTable(c.stdout, "VERSION", "VALUE")
-		for _, e := range entries {
-			if s.fm.IsDeleteMarker(e.value.raw) {
-				t.row(e.n, "(deleted)")
-				continue
-			}
-			t.row(e.n, e.value.cell())
-		}
-		err = t.flush()
-	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
-	return exitOK
+	return c.show(v)
 }
 
-// readNewest reads the keys under prefix of a newest-first family: up to
-// limit entries (0: all), starting at from (nil: the newest) and stopping
-// before the first number below min. docs says the values are document
-// versions (else feed events). It also returns the newest number
-// under prefix; found is false when there is none.
-func (s *store) readNewest(prefix, from []byte, limit int, min int64, docs bool) (entries []numbered, newest int64, found bool, err error) {
-	end := codec.PrefixEnd(prefix)
-	number := func(k []byte) (int64, error) {
-		n, _, err := codec.DecodeDesc(k[len(prefix):])
-		if err != nil {
-			return 0, fmt.Errorf("key %x: %w", k, err)
-		}
-		return n, nil
+// fetchHistory reads document id of collection coll as package versioned
+// reads it, with codec.Raw so that any value comes back: its latest
+// version, then up to n versions (0: all) from the greatest version <=
+// asOf when it is set, else from the latest. Expired versions (a TTL's)
+// read as gone, as they do in History. A document with no version is a
+// notFoundError.
+func fetchHistory(s *store, coll, id string, n int, asOf *optionalInt) (*historyView, error) {
+	c, err := versioned.NewCollection(s.db, coll, &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	if err != nil {
+		return nil, err
 	}
-	err = s.scan(prefix, end, func(k, _ []byte) error {
-		newest, err = number(k)
-		found = err == nil
+	v := &historyView{collection: coll, id: id}
+	found := false
+	for d, err := range c.History(id, tipkv.Query{Limit: 1}) {
 		if err != nil {
-			return err
+			return nil, err
 		}
-		return errStop
-	})
-	if err != nil || !found {
-		return nil, 0, found, err
+		v.latest, found = d.Version, true
 	}
-	if from == nil {
-		from = prefix
+	if !found {
+		return nil, notFoundf("collection %q has no document %q", coll, id)
 	}
-	err = s.scan(from, end, func(k, v []byte) error {
-		if limit > 0 && len(entries) == limit {
-			return errStop
-		}
-		n, err := number(k)
+	q := tipkv.Query{Limit: n}
+	if asOf.set {
+		q.To = asOf.v
+	}
+	for d, err := range c.History(id, q) {
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if n < min {
-			return errStop
+		dv := docVersion{version: d.Version, deleted: d.Deleted}
+		if !d.Deleted {
+			dv.value = decode(d.Value)
 		}
-		d := decode(v)
-		if docs {
-			d = decodeDoc(v, s.fm)
+		v.versions = append(v.versions, dv)
+	}
+	return v, nil
+}
+
+func (v *historyView) json() object {
+	list := []any{}
+	for _, e := range v.versions {
+		if e.deleted {
+			list = append(list, object{{"version", e.version}, {"deleted", true}})
+			continue
 		}
-		entries = append(entries, numbered{n, d})
-		return nil
-	})
-	return entries, newest, found, err
+		list = append(list, append(object{{"version", e.version}}, e.value.fields()...))
+	}
+	return object{{"collection", v.collection}, {"id", v.id}, {"latest", v.latest}, {"versions", list}}
+}
+
+func (v *historyView) table(w io.Writer) error {
+	t := newTable(w, "VERSION", "VALUE")
+	for _, e := range v.versions {
+		if e.deleted {
+			t.row(e.version, "(deleted)")
+			continue
+		}
+		t.row(e.version, e.value.cell())
+	}
+	return t.flush()
 }
 
 // optionalInt is an int64 flag that knows whether it was given.

@@ -11,103 +11,56 @@ import (
 	"github.com/tipkv/tipkv/codec"
 )
 
-// familyInfo is one key family's layout, as codec/doc.go specifies it: a
-// family byte, named segments, then an optional number.
-type familyInfo struct {
-	id   codec.Family
-	name string
-	segs []string // names of the segments, in order
-	num  string   // name of the trailing number, "" when there is none
-	desc bool     // the number is desc(n), else asc(n)
-}
-
-var families = []*familyInfo{
-	{id: codec.FamilyMeta, name: "meta", segs: []string{"name"}},
-	{id: codec.FamilyVersions, name: "versions", segs: []string{"collection", "id"}, num: "version", desc: true},
-	{id: codec.FamilyQueueItems, name: "queue-items", segs: []string{"queue"}, num: "seq"},
-	{id: codec.FamilyQueueState, name: "queue-state", segs: []string{"queue"}},
-	{id: codec.FamilyFeed, name: "feed", segs: []string{"stream"}, num: "position", desc: true},
-	{id: codec.FamilyDeadLetters, name: "dead-letters", segs: []string{"queue"}, num: "seq"},
-	{id: codec.FamilyFeedCursors, name: "feed-cursors", segs: []string{"stream", "group"}},
-}
+// families is codec's family table: the layout of every family, in byte
+// order, as dump, stats, check and compact name and decode them.
+var families = codec.Families()
 
 // lookupFamily finds a family by name ("versions") or number ("1", "0x01").
-func lookupFamily(s string) (*familyInfo, error) {
-	for _, f := range families {
-		if f.name == s {
-			return f, nil
+func lookupFamily(s string) (*codec.Layout, error) {
+	for i, f := range families {
+		if f.Name == s {
+			return &families[i], nil
 		}
 	}
 	if n, err := strconv.ParseUint(s, 0, 8); err == nil {
-		for _, f := range families {
-			if uint64(f.id) == n {
-				return f, nil
-			}
+		if f := familyOf(byte(n)); f != nil {
+			return f, nil
 		}
 	}
-	names := make([]string, len(families))
-	for i, f := range families {
-		names[i] = f.name
-	}
-	return nil, fmt.Errorf("unknown family %q (want one of %s, or its number)", s, strings.Join(names, ", "))
+	return nil, fmt.Errorf("unknown family %q (want one of %s, or its number)", s, familyNames())
 }
 
-func familyOf(b byte) *familyInfo {
-	for _, f := range families {
-		if byte(f.id) == b {
-			return f
+// familyNames lists the families' names: "meta, versions, ...".
+func familyNames() string {
+	names := make([]string, len(families))
+	for i, f := range families {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// familyOf returns the layout of family b, nil when b is reserved.
+func familyOf(b byte) *codec.Layout {
+	for i, f := range families {
+		if byte(f.Family) == b {
+			return &families[i]
 		}
 	}
 	return nil
 }
 
 // familyName names a family byte, known or not.
-func familyName(b byte) string {
-	if f := familyOf(b); f != nil {
-		return f.name
-	}
-	return fmt.Sprintf("0x%02x", b)
-}
+func familyName(b byte) string { return codec.Family(b).String() }
 
 // familyRange is the key range of family f: [f, f+1).
 func familyRange(f codec.Family) (lo, hi []byte) {
 	return []byte{byte(f)}, []byte{byte(f) + 1}
 }
 
-// keyRange is the keys of one family, or of every family tipkv does not
-// write ("other").
-type keyRange struct {
-	name   string
-	lo, hi []byte
-}
-
-// keyRanges splits the key space into one range per family, in key order,
-// then the rest: together they hold every key a scan of [keyspaceStart,
-// keyspaceEnd) reads.
-func keyRanges() []keyRange {
-	var out []keyRange
-	for _, f := range families {
-		lo, hi := familyRange(f.id)
-		out = append(out, keyRange{f.name, lo, hi})
-	}
-	last := families[len(families)-1].id
-	return append(out, keyRange{"other", []byte{byte(last) + 1}, keyspaceEnd})
-}
-
-// keyspaceStart and keyspaceEnd bound a scan of every key: [0x00, 0xFF*64)
-// holds every key tipkv writes, and every other key but the empty one and
-// those that start with 64 0xFF bytes. (An empty lower bound would reach the
-// empty key, but Pebble's invariant checks, on in race builds, index
-// key[0] of a seek key.)
-var (
-	keyspaceStart = []byte{0x00}
-	keyspaceEnd   = bytes.Repeat([]byte{0xff}, 64)
-)
-
 // key is a key decoded into its parts.
 type key struct {
 	raw  []byte
-	fam  *familyInfo // nil: a family tipkv does not write
+	fam  *codec.Layout // nil: a family tipkv does not write
 	segs [][]byte
 	num  int64
 	// bad says why the key does not have its family's layout; "" when it
@@ -129,7 +82,7 @@ func decodeKey(raw []byte) key {
 		return k
 	}
 	rest := k.raw[1:]
-	for _, name := range k.fam.segs {
+	for _, name := range k.fam.Segments {
 		seg, r, err := codec.DecodeBytes(rest)
 		if err != nil {
 			k.bad = fmt.Sprintf("bad %s segment: %v", name, err)
@@ -138,15 +91,15 @@ func decodeKey(raw []byte) key {
 		k.segs = append(k.segs, seg)
 		rest = r
 	}
-	if k.fam.num != "" {
+	if k.fam.Numbered() {
 		var err error
-		if k.fam.desc {
+		if k.fam.Desc {
 			k.num, rest, err = codec.DecodeDesc(rest)
 		} else {
 			k.num, rest, err = codec.DecodeAsc(rest)
 		}
 		if err != nil {
-			k.bad = fmt.Sprintf("bad %s: %v", k.fam.num, err)
+			k.bad = fmt.Sprintf("bad %s: %v", k.fam.Number, err)
 			return k
 		}
 	}
@@ -157,16 +110,15 @@ func decodeKey(raw []byte) key {
 }
 
 func (k key) lastPart() string {
-	if k.fam.num != "" {
-		return k.fam.num
+	if k.fam.Numbered() {
+		return k.fam.Number
 	}
-	return k.fam.segs[len(k.fam.segs)-1]
+	return k.fam.Segments[len(k.fam.Segments)-1]
 }
 
 // complete reports whether every part of the key decoded.
 func (k key) complete() bool { return k.bad == "" }
 
-// seg returns segment i as a string.
 // text renders the key for a table: its parts joined by " | ", each
 // quoted when it would otherwise be ambiguous, or hex when it is not a key
 // tipkv wrote.
@@ -178,7 +130,7 @@ func (k key) text() string {
 	for _, s := range k.segs {
 		parts = append(parts, quoteIfNeeded(string(s)))
 	}
-	if k.fam.num != "" {
+	if k.fam.Numbered() {
 		parts = append(parts, strconv.FormatInt(k.num, 10))
 	}
 	return strings.Join(parts, " | ")
@@ -192,10 +144,10 @@ func (k key) fields() object {
 		return obj
 	}
 	for i, s := range k.segs {
-		obj = append(obj, field{k.fam.segs[i], segmentJSON(s)})
+		obj = append(obj, field{k.fam.Segments[i], segmentJSON(s)})
 	}
-	if k.fam.num != "" && k.complete() {
-		obj = append(obj, field{k.fam.num, k.num})
+	if k.fam.Numbered() && k.complete() {
+		obj = append(obj, field{k.fam.Number, k.num})
 	}
 	return obj
 }

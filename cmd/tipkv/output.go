@@ -84,6 +84,9 @@ type decoded struct {
 	raw   []byte
 	json  bool  // the value is JSON, not msgpack
 	exp   int64 // a document version's expiry (Unix ns), 0 for none
+	// deleted marks a document version that is a delete marker: it has
+	// no value.
+	deleted bool
 }
 
 // decode decodes a stored value: msgpack first (the default codec), else
@@ -93,28 +96,28 @@ type decoded struct {
 // step.
 func decode(raw []byte) decoded {
 	raw = bytes.Clone(raw)
-	return decodeBytes(raw, raw, 0)
-}
-
-// decodeDoc decodes a stored document version read by the rules fm (of the
-// store's format): one with a time to live has an expiry header before the
-// document (package docfmt), shown apart, and one escaped has the escape
-// before it; the document is decoded as decode does.
-func decodeDoc(raw []byte, fm docfmt.Rules) decoded {
-	raw = bytes.Clone(raw)
-	doc, exp := fm.Split(raw)
-	return decodeBytes(doc, raw, exp)
-}
-
-func decodeBytes(doc, raw []byte, exp int64) decoded {
-	v, err := decodeValue(doc)
-	if err != nil && json.Valid(doc) {
+	v, err := decodeValue(raw)
+	if err != nil && json.Valid(raw) {
 		var buf bytes.Buffer
-		if json.Compact(&buf, doc) == nil {
-			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true, exp: exp}
+		if json.Compact(&buf, raw) == nil {
+			return decoded{value: json.RawMessage(buf.Bytes()), raw: raw, json: true}
 		}
 	}
-	return decoded{value: v, err: err, raw: raw, exp: exp}
+	return decoded{value: v, err: err, raw: raw}
+}
+
+// decodeVersion decodes a document version as it is stored (package
+// docfmt): a delete marker is shown as deleted, an expiry header before
+// the document is shown apart, and the document decoded. raw stays the
+// whole stored value. fm are the rules of the store's format.
+func decodeVersion(stored []byte, fm docfmt.Rules) decoded {
+	if fm.IsDeleteMarker(stored) {
+		return decoded{deleted: true, raw: bytes.Clone(stored)}
+	}
+	doc, exp := fm.Split(stored)
+	d := decode(doc)
+	d.raw, d.exp = bytes.Clone(stored), exp
+	return d
 }
 
 // expires renders the expiry of a document version, "" for none.
@@ -128,6 +131,9 @@ func (d decoded) expires() string {
 // cell renders d for a table: the value as JSON, or its hex when it did not
 // decode.
 func (d decoded) cell() string {
+	if d.deleted {
+		return "(deleted)"
+	}
 	if d.err != nil {
 		return hexCell(d.raw) + " (neither msgpack nor JSON)"
 	}
@@ -138,9 +144,12 @@ func (d decoded) cell() string {
 }
 
 // fields renders d for JSON: "value" (and "value_encoding": "json" when it
-// was stored as JSON), or "value_hex" and "value_error" when it did not
-// decode.
+// was stored as JSON), "value_hex" and "value_error" when it did not
+// decode, or "deleted": true for a delete marker.
 func (d decoded) fields() object {
+	if d.deleted {
+		return object{{"deleted", true}}
+	}
 	if d.err != nil {
 		return object{{"value_hex", hex.EncodeToString(d.raw)}, {"value_error", d.err.Error()}}
 	}

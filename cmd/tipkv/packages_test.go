@@ -16,9 +16,10 @@ type job struct {
 	Kind string `msgpack:"kind"`
 }
 
-// realStore writes through versioned and queue, as a service would: a
-// collection with a pruned document, a feed, and a queue with consumed
-// messages, a delayed one and two dead letters.
+// realStore writes through versioned and queue, as a service would, at
+// goldenWritten: a collection with a pruned document, a feed, and a queue
+// with consumed messages, one delayed until an hour later and two dead
+// letters.
 func realStore(t *testing.T) string {
 	return writeStore(t, func(db *tipkv.DB) {
 		users, err := versioned.NewCollection[user](db, "users", nil)
@@ -45,7 +46,7 @@ func realStore(t *testing.T) string {
 		for i := 1; i <= 6; i++ {
 			require.NoError(t, q.Enqueue(db, job{i, "resize"}))
 		}
-		require.NoError(t, q.EnqueueAt(db, time.Now().Add(time.Hour), job{7, "later"}))
+		require.NoError(t, q.EnqueueAt(db, goldenWritten.Add(time.Hour), job{7, "later"}))
 		msgs, err := q.Receive(4, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, msgs, 4)
@@ -109,6 +110,7 @@ func TestRealPackages(t *testing.T) {
 }
 
 func TestQueue(t *testing.T) {
+	fixNow(t) // message 7 is delayed until an hour after goldenWritten
 	dir := realStore(t)
 	out := cliOK(t, "queue", dir, "jobs")
 	require.Regexp(t, `(?m)^queue +jobs$`, out)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -20,9 +21,9 @@ var queueCommand = &command{
 Shows queue NAME: its head (the oldest sequence number not yet consumed),
 its tail (the sequence number the next enqueue gets; stats shows the
 same), its depth (messages in the queue), how many of them are delayed,
-and its dead letters; then the
-next -n messages a Receive would deliver (a peek: nothing changes), their
-values decoded from msgpack or JSON (hex when a value is neither).
+and its dead letters; then the next -n messages a Receive would deliver
+(a peek: nothing changes), their values decoded from msgpack or JSON (hex
+when a value is neither).
 
 --dead lists the dead letters instead: messages delivered MaxAttempts times
 without an Ack, or whose stored bytes were corrupt.
@@ -118,17 +119,9 @@ func queueCmd(c *ctx, dir, name string, op queueOp) int {
 		return code
 	}
 	defer s.close()
-
-	if ok, err := s.queueExists(name); err != nil {
-		return c.failf(exitFail, "%v", err)
-	} else if !ok {
-		return c.notFoundf("the store has no queue %q", name)
-	}
-	// Raw bytes, not T: the payload is decoded generically below. No
-	// attempt limit: a peek never moves anything anyway.
-	q, err := queue.Open(s.db, name, &queue.Options[[]byte]{Codec: codec.Raw{}, MaxAttempts: -1})
+	q, err := openQueue(s, name)
 	if err != nil {
-		return c.failf(exitFail, "%v", err)
+		return c.failed(err)
 	}
 	var done []int64
 	if op.action != "" {
@@ -136,91 +129,135 @@ func queueCmd(c *ctx, dir, name string, op queueOp) int {
 			return c.failf(exitFail, "%v", err)
 		}
 	}
-
-	// Dead letters: all are counted, limit are kept.
-	var deads []queue.DeadLetter[[]byte]
-	var deadCount int
-	var deadErr error
-	for d, err := range q.DeadLetters() {
-		if err != nil {
-			deadErr = err
-			break
-		}
-		deadCount++
-		if op.dead && (op.limit == 0 || len(deads) < op.limit) {
-			deads = append(deads, d)
-		}
-	}
-	st := q.Stats()
-	delayed, err := s.countDelayed(name, st.Head, time.Now())
+	v, err := fetchQueue(s, q, op.limit, op.dead)
 	if err != nil {
-		return c.failf(exitFail, "%v", err)
+		return c.failed(err)
 	}
-	var msgs []queue.Message[[]byte]
-	if !op.dead && st.Len > 0 {
-		max := op.limit
-		if max == 0 {
-			max = st.Len
-		}
-		if msgs, err = q.Peek(max); err != nil {
-			return c.failf(exitFail, "%v (tipkv dump --family queue-items --prefix NAME shows the stored bytes)", err)
-		}
+	v.action, v.done = op.action, done
+	if code := c.show(v); code != exitOK {
+		return code
 	}
-
-	if c.json {
-		obj := object{{"queue", name}, {"head", st.Head}, {"tail", st.Tail}, {"depth", st.Len}, {"delayed", delayed}, {"dead", deadCount}}
-		if op.action != "" {
-			obj = append(obj, field{pastTense[op.action], done})
-		}
-		if op.dead {
-			list := []any{}
-			for _, d := range deads {
-				list = append(list, append(object{{"seq", d.Seq}, {"attempts", d.Attempts}, {"enqueued", jsonTime(d.Enqueued)}, {"died", jsonTime(d.Died)}}, decode(d.Value).fields()...))
-			}
-			obj = append(obj, field{"dead_letters", list})
-		} else {
-			list := []any{}
-			for _, m := range msgs {
-				list = append(list, append(object{{"seq", m.Seq}, {"attempts", m.Attempts}, {"enqueued", jsonTime(m.Enqueued)}}, decode(m.Value).fields()...))
-			}
-			obj = append(obj, field{"messages", list})
-		}
-		if deadErr != nil {
-			obj = append(obj, field{"error", deadErr.Error()})
-		}
-		err = writeJSON(c.stdout, obj)
-	} else {
-		if op.action != "" {
-			fmt.Fprintf(c.stdout, "%s %d dead letter(s): %s\n\n", pastTense[op.action], len(done), joinInts(done))
-		}
-		t := newTable(c.stdout)
-		t.row("queue", quoteIfNeeded(name))
-		t.row("head", st.Head, headLegend)
-		t.row("tail", st.Tail, tailLegend)
-		t.row("depth", st.Len, fmt.Sprintf("messages in the queue, %d of them delayed", delayed))
-		t.row("dead", deadCount, "dead letters")
-		_ = t.flush()
-		fmt.Fprintln(c.stdout)
-		if op.dead {
-			t = newTable(c.stdout, "SEQ", "ATTEMPTS", "ENQUEUED", "DIED", "VALUE")
-			for _, d := range deads {
-				t.row(d.Seq, d.Attempts, textTime(d.Enqueued), textTime(d.Died), decode(d.Value).cell())
-			}
-		} else {
-			t = newTable(c.stdout, "SEQ", "ATTEMPTS", "ENQUEUED", "VALUE")
-			for _, m := range msgs {
-				t.row(m.Seq, m.Attempts, textTime(m.Enqueued), decode(m.Value).cell())
-			}
-		}
-		err = t.flush()
-	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
-	}
-	if deadErr != nil {
-		return c.failf(exitFail, "%v", deadErr)
+	if v.deadErr != nil {
+		return c.failf(exitFail, "%v", v.deadErr)
 	}
 	return exitOK
+}
+
+// openQueue opens queue name of the store with codec.Raw, so that any
+// payload comes back, and no attempt limit (a peek never moves anything
+// anyway). A name the store holds no key of is a notFoundError.
+func openQueue(s *store, name string) (*queue.Queue[[]byte], error) {
+	if ok, err := s.queueExists(name); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, notFoundf("the store has no queue %q", name)
+	}
+	return queue.Open(s.db, name, &queue.Options[[]byte]{Codec: codec.Raw{}, MaxAttempts: -1})
+}
+
+// queueView is a queue as queue shows it: its counters, then the next
+// messages a Receive would deliver, or its dead letters; and what
+// --requeue or --discard did first.
+type queueView struct {
+	name      string
+	stats     queue.Stats
+	delayed   int // messages from the head on that are not visible yet
+	deadCount int
+	dead      bool // the view lists dead letters, not messages
+	deads     []queue.DeadLetter[[]byte]
+	msgs      []queue.Message[[]byte]
+	action    string  // "", "requeue" or "discard"
+	done      []int64 // the dead letters the action moved or deleted
+	// deadErr is the error that stopped the read of the dead letters:
+	// those before it are counted and listed, and the command fails
+	// after showing them.
+	deadErr error
+}
+
+// fetchQueue reads q's counters and, with dead, up to limit of its dead
+// letters (all are counted), else the next limit messages a Receive would
+// deliver (a Peek: nothing changes). limit 0 reads all.
+func fetchQueue(s *store, q *queue.Queue[[]byte], limit int, dead bool) (*queueView, error) {
+	v := &queueView{name: q.Name(), dead: dead}
+	for d, err := range q.DeadLetters() {
+		if err != nil {
+			v.deadErr = err
+			break
+		}
+		v.deadCount++
+		if dead && (limit == 0 || len(v.deads) < limit) {
+			v.deads = append(v.deads, d)
+		}
+	}
+	v.stats = q.Stats()
+	var err error
+	if v.delayed, err = s.countDelayed(v.name, v.stats.Head, knobs.now()); err != nil {
+		return nil, err
+	}
+	if !dead && v.stats.Len > 0 {
+		max := limit
+		if max == 0 {
+			max = v.stats.Len
+		}
+		if v.msgs, err = q.Peek(max); err != nil {
+			return nil, fmt.Errorf("%w (tipkv dump --family queue-items --prefix NAME shows the stored bytes)", err)
+		}
+	}
+	return v, nil
+}
+
+func (v *queueView) json() object {
+	st := v.stats
+	obj := object{{"queue", v.name}, {"head", st.Head}, {"tail", st.Tail}, {"depth", st.Len}, {"delayed", v.delayed}, {"dead", v.deadCount}}
+	if v.action != "" {
+		obj = append(obj, field{pastTense[v.action], v.done})
+	}
+	if v.dead {
+		list := []any{}
+		for _, d := range v.deads {
+			list = append(list, append(object{{"seq", d.Seq}, {"attempts", d.Attempts}, {"enqueued", jsonTime(d.Enqueued)}, {"died", jsonTime(d.Died)}}, decode(d.Value).fields()...))
+		}
+		obj = append(obj, field{"dead_letters", list})
+	} else {
+		list := []any{}
+		for _, m := range v.msgs {
+			list = append(list, append(object{{"seq", m.Seq}, {"attempts", m.Attempts}, {"enqueued", jsonTime(m.Enqueued)}}, decode(m.Value).fields()...))
+		}
+		obj = append(obj, field{"messages", list})
+	}
+	if v.deadErr != nil {
+		obj = append(obj, field{"error", v.deadErr.Error()})
+	}
+	return obj
+}
+
+func (v *queueView) table(w io.Writer) error {
+	st := v.stats
+	if v.action != "" {
+		fmt.Fprintf(w, "%s %d dead letter(s): %s\n\n", pastTense[v.action], len(v.done), joinInts(v.done))
+	}
+	t := newTable(w)
+	t.row("queue", quoteIfNeeded(v.name))
+	t.row("head", st.Head, headLegend)
+	t.row("tail", st.Tail, tailLegend)
+	t.row("depth", st.Len, fmt.Sprintf("messages in the queue, %d of them delayed", v.delayed))
+	t.row("dead", v.deadCount, "dead letters")
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if v.dead {
+		t = newTable(w, "SEQ", "ATTEMPTS", "ENQUEUED", "DIED", "VALUE")
+		for _, d := range v.deads {
+			t.row(d.Seq, d.Attempts, textTime(d.Enqueued), textTime(d.Died), decode(d.Value).cell())
+		}
+	} else {
+		t = newTable(w, "SEQ", "ATTEMPTS", "ENQUEUED", "VALUE")
+		for _, m := range v.msgs {
+			t.row(m.Seq, m.Attempts, textTime(m.Enqueued), decode(m.Value).cell())
+		}
+	}
+	return t.flush()
 }
 
 // queueAct requeues or discards the dead letters op names and returns

@@ -56,17 +56,7 @@ func TestDumpFilters(t *testing.T) {
 	require.Equal(t, 0, count("--prefix", "Users"), "case matters")
 
 	// One prefix reaches every family whose name begins with it.
-	dir = writeStore(t, func(db *tipkv.DB) {
-		enq := t0.UnixNano()
-		set(t, db,
-			vkey("orders", "o-1", 1), mp(t, 1),
-			fkey("orders-audit", 5), mp(t, "placed"),
-			qkey(codec.FamilyQueueItems, "orders-out", 1), qvalue(t, queueItemTag, 0, enq, 0, "o-1"),
-			segPrefix(codec.FamilyQueueState, "orders-out"), qstate(1, 2),
-			qkey(codec.FamilyDeadLetters, "orders-out", 0), qvalue(t, queueDeadTag, 3, enq, enq, "o-0"),
-			vkey("other", "orders", 1), mp(t, 2),
-		)
-	})
+	dir = prefixStore(t)
 	var fams []string
 	for _, r := range jsonLines(t, cliOK(t, "dump", "--json", dir, "--prefix", "orders")) {
 		fams = append(fams, r["family"].(string))
@@ -83,14 +73,7 @@ func TestDumpFilters(t *testing.T) {
 // Keys tipkv did not write and values that are not msgpack are shown in
 // hex, never a crash.
 func TestDumpForeignData(t *testing.T) {
-	dir := writeStore(t, func(db *tipkv.DB) {
-		set(t, db,
-			[]byte{0x09, 'x'}, []byte{0xde, 0xad},
-			[]byte{0x01, 'c', 0x00}, []byte("v"), // a segment without terminator
-			vkey("c", "d", 1), []byte("not msgpack"),
-			vkey("c", "\xff", 1), mp(t, []byte{1, 2, 3}),
-		)
-	})
+	dir := foreignStore(t)
 	out := cliOK(t, "dump", dir)
 	require.Contains(t, out, "0x0978")
 	require.Contains(t, out, "0xdead")
@@ -226,19 +209,7 @@ func TestStats(t *testing.T) {
 
 // Tombstones show in the LSM section once they reach an sstable.
 func TestStatsTombstones(t *testing.T) {
-	dir := writeStore(t, func(db *tipkv.DB) {
-		for v := int64(1); v <= 20; v++ {
-			set(t, db, vkey("c", "d", v), mp(t, v))
-		}
-		s, err := linkStore(db)
-		require.NoError(t, err)
-		b := s.NewBatch()
-		require.NoError(t, b.Delete(vkey("c", "d", 1)))
-		require.NoError(t, b.DeleteRange(vkey("c", "d", 10), vkey("c", "d", 2)))
-		require.NoError(t, b.Apply(false))
-		require.NoError(t, b.Close())
-		require.NoError(t, db.Flush())
-	})
+	dir := tombstoneStore(t)
 	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
 	lsm := m["lsm"].(map[string]any)
 	require.EqualValues(t, 1, lsm["point_tombstones"])
@@ -271,7 +242,7 @@ func TestDecodeShowsTheExpiry(t *testing.T) {
 	exp := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	v, err := codec.Msgpack[map[string]int]{}.Append(nil, map[string]int{"a": 1})
 	require.NoError(t, err)
-	d := decodeDoc(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...), docfmt.Rules{})
+	d := decodeVersion(append(docfmt.AppendHeader(nil, exp.UnixNano()), v...), docfmt.Rules{})
 	require.NoError(t, d.err)
 	require.Equal(t, `{"a":1} (expires 2030-01-02T03:04:05Z)`, d.cell())
 	require.Contains(t, d.fields(), field{"expires", "2030-01-02T03:04:05Z"})

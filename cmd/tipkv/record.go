@@ -16,16 +16,16 @@ type record struct {
 	key key
 	// raw is the value as stored.
 	raw []byte
-	// header holds the fields that precede a value's payload: a queue
-	// item's attempts and times, a queue state's head and tail.
+	// header holds the fields that precede a value's payload (a queue
+	// item's attempts and times), or that are the whole value (a queue
+	// state's head and tail, a feed cursor's position).
 	header object
+	// headerOnly says the family's values have no payload: header is the
+	// whole value.
+	headerOnly bool
 	// value is the payload decoded from msgpack (or JSON), or why it did
 	// not decode.
 	value decoded
-	// msgpack says whether the family's values are msgpack, so that a value
-	// that does not decode is a problem. Meta values and keys of unknown
-	// families are not.
-	msgpack bool
 	// bad says why the value does not have its family's format: a queue
 	// header or state that does not parse, a format key that is not a
 	// number. "" when it does.
@@ -42,7 +42,7 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 	if k.fam == nil || !k.complete() {
 		return r
 	}
-	switch k.fam.id {
+	switch k.fam.Family {
 	case codec.FamilyMeta:
 		if txt, ok := textValue(v); ok {
 			r.value = decoded{value: txt, raw: v}
@@ -55,12 +55,11 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 			}
 		}
 	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
-		r.msgpack = true
 		tag, when := byte(queueItemTag), "visible_at"
-		if k.fam.id == codec.FamilyDeadLetters {
+		if k.fam.Family == codec.FamilyDeadLetters {
 			tag, when = queueDeadTag, "dead_at"
 		}
-		if k.fam.id == codec.FamilyDeadLetters && len(v) > 0 && v[0] == queueDeadRawTag {
+		if k.fam.Family == codec.FamilyDeadLetters && len(v) > 0 && v[0] == queueDeadRawTag {
 			r.bad = "a corrupt queue message, quarantined in the dead-letter queue (tipkv queue --discard deletes it)"
 			return r
 		}
@@ -77,12 +76,17 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 			r.bad = "queue state: " + err.Error()
 			return r
 		}
-		r.header = object{{"head", st.head}, {"tail", st.tail}}
+		r.header, r.headerOnly = object{{"head", st.head}, {"tail", st.tail}}, true
+	case codec.FamilyFeedCursors:
+		if len(v) != codec.NumberSize {
+			r.bad = fmt.Sprintf("cursor of %d bytes, want %d", len(v), codec.NumberSize)
+			return r
+		}
+		pos, _, _ := codec.DecodeAsc(v)
+		r.header, r.headerOnly = object{{"position", pos}}, true
 	case codec.FamilyVersions:
-		r.msgpack = true
-		r.value = decodeDoc(v, fm)
+		r.value = decodeVersion(v, fm)
 	default: // feed
-		r.msgpack = true
 		r.value = decode(v)
 	}
 	return r
@@ -96,6 +100,15 @@ func unixTime(ns int64) any {
 	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
 }
 
+// cells renders the record as a row of dump's table: its family, its key,
+// its value; with raw, the key and the value in hex.
+func (r record) cells(raw bool) []any {
+	if raw {
+		return []any{familyName(r.key.raw0()), "0x" + hex.EncodeToString(r.key.raw), hexCell(r.raw)}
+	}
+	return []any{familyName(r.key.raw0()), r.key.text(), r.valueText()}
+}
+
 // valueText renders the value for a table: header fields, then the value,
 // or the raw bytes in hex and why they do not decode.
 func (r record) valueText() string {
@@ -104,7 +117,7 @@ func (r record) valueText() string {
 		return hexCell(r.raw)
 	case r.bad != "":
 		return truncate(hexCell(r.raw) + " (" + r.bad + ")")
-	case r.key.fam.id == codec.FamilyQueueState:
+	case r.headerOnly:
 		return valueCell(r.header)
 	case len(r.header) > 0:
 		return truncate(valueCell(r.header) + " " + r.value.cell())
@@ -131,7 +144,7 @@ func (r record) fields(raw bool) object {
 	switch {
 	case r.value.err != nil:
 		return append(obj, valueHex, field{"value_error", r.value.err.Error()})
-	case r.key.fam.id != codec.FamilyQueueState:
+	case !r.headerOnly:
 		obj = append(obj, r.value.fields()...)
 	}
 	if raw {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/pebblestore"
 	"github.com/tipkv/tipkv/queue"
@@ -115,7 +116,7 @@ func (st *storeStats) add(k key, v []byte) {
 		st.badKeys++
 		return
 	}
-	switch k.fam.id {
+	switch k.fam.Family {
 	case codec.FamilyVersions:
 		var c *collectionStats
 		if n := len(st.collections); n > 0 && string(st.collections[n-1].name) == string(k.segs[0]) {
@@ -178,55 +179,85 @@ func stats(c *ctx, dir string, noScan bool) int {
 		return code
 	}
 	defer s.close()
+	v, err := fetchStats(s, noScan)
+	if err != nil {
+		return c.failed(err)
+	}
+	if code := c.show(v); code != exitOK {
+		return code
+	}
+	if v.queueErr != nil {
+		return c.failf(exitFail, "%v (tipkv check lists the problems)", v.queueErr)
+	}
+	return exitOK
+}
 
+// statsView is what stats shows: the counts of a scan of every key (unless
+// noScan), the size on disk, the LSM's shape when the engine has one, and
+// the engine's figures.
+type statsView struct {
+	dir     string
+	disk    uint64
+	st      *storeStats
+	shape   *pebblestore.Shape // nil: the engine has no LSM to describe
+	metrics tipkv.Metrics
+	// queueErr is the first error of a queue that did not open: the queue
+	// is listed with it, and the command fails after showing the rest.
+	queueErr error
+}
+
+// fetchStats reads every key once (unless noScan), opens every queue it
+// found as the queue package does, and reads the engine's figures.
+func fetchStats(s *store, noScan bool) (*statsView, error) {
 	st := &storeStats{queues: map[string]*queueStats{}, noScan: noScan}
-	var queueErr error
+	v := &statsView{dir: s.dir, st: st}
 	if !noScan {
 		for _, f := range families {
-			st.family(byte(f.id))
+			st.family(byte(f.Family))
 		}
-		err := s.scan(keyspaceStart, keyspaceEnd, func(k, v []byte) error {
+		lo, hi := codec.Keyspace()
+		err := s.scan(lo, hi, func(k, v []byte) error {
 			st.add(decodeKey(k), v)
 			return nil
 		})
 		if err != nil {
-			return c.failf(exitFail, "%v", err)
+			return nil, err
 		}
 		slices.SortFunc(st.families, func(a, b *familyStats) int { return int(a.id) - int(b.id) })
 		for _, q := range st.sortedQueues() {
 			q.read(s)
-			if q.err != nil && queueErr == nil {
-				queueErr = q.err
+			if q.err != nil && v.queueErr == nil {
+				v.queueErr = q.err
 			}
 		}
 	}
-	var shape *pebblestore.Shape
 	if sh, ok := s.kv.(shaper); ok {
-		v, err := sh.Shape()
+		shape, err := sh.Shape()
 		if err != nil {
-			return c.failf(exitFail, "%v", err)
+			return nil, err
 		}
-		shape = &v
+		v.shape = &shape
 	}
 	m, err := s.db.Metrics()
 	if err != nil {
-		return c.failf(exitFail, "%v", err)
+		return nil, err
 	}
-	if c.json {
-		err = writeJSON(c.stdout, append(st.json(dir, s.db.DiskUsage(), shape), field{"metrics", metricsJSON(m)}))
-	} else {
-		err = st.print(c, dir, s.db.DiskUsage(), shape)
-		if err == nil && m.Storage.Levels != nil {
-			err = printMetrics(c.stdout, m)
-		}
+	v.metrics, v.disk = m, s.db.DiskUsage()
+	return v, nil
+}
+
+func (v *statsView) json() object {
+	return append(v.st.json(v.dir, v.disk, v.shape), field{"metrics", metricsJSON(v.metrics)})
+}
+
+func (v *statsView) table(w io.Writer) error {
+	if err := v.st.print(w, v.dir, v.disk, v.shape); err != nil {
+		return err
 	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
+	if v.metrics.Storage.Levels == nil {
+		return nil
 	}
-	if queueErr != nil {
-		return c.failf(exitFail, "%v (tipkv check lists the problems)", queueErr)
-	}
-	return exitOK
+	return printMetrics(w, v.metrics)
 }
 
 // read fills in the queue's depth, head and tail as the queue package
@@ -297,8 +328,7 @@ func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) ob
 	return out
 }
 
-func (st *storeStats) print(c *ctx, dir string, disk uint64, shape *pebblestore.Shape) error {
-	w := c.stdout
+func (st *storeStats) print(w io.Writer, dir string, disk uint64, shape *pebblestore.Shape) error {
 	t := newTable(w)
 	t.row("store", dir)
 	t.row("disk", size(disk))

@@ -3,12 +3,25 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 )
+
+// knobs are what tests turn. They are read, never written, outside tests.
+var knobs = struct {
+	// now is the clock of every command: the DB's clock (tipkv.Options.
+	// Clock: a document's expiry, a message's visibility), --since's
+	// "now", and which messages queue counts as delayed. Durations that
+	// compact reports are measured with the time package.
+	now func() time.Time
+	// tickEvery is how often a long compaction step says it is still at
+	// work.
+	tickEvery time.Duration
+}{now: time.Now, tickEvery: 10 * time.Second}
 
 // store is an open tipkv store and its raw key-value view.
 type store struct {
@@ -35,7 +48,7 @@ func (c *ctx) openStore(dir string, write bool) (*store, int) {
 // that a store is there.
 func openStore(dir string, write bool) (*store, error) {
 	if write {
-		db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: true})
+		db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: true, Clock: knobs.now})
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +56,7 @@ func openStore(dir string, write bool) (*store, error) {
 			return nil, err
 		}
 	}
-	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: !write})
+	db, err := tipkv.Open(dir, &tipkv.Options{ReadOnly: !write, Clock: knobs.now})
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/vmihailenco/msgpack/v5"
@@ -134,20 +133,7 @@ func FuzzDecode(f *testing.F) {
 // Values stored with codec.JSON are shown as the JSON they are, and are
 // no problem for check; msgpack values are unchanged.
 func TestJSONValues(t *testing.T) {
-	type page struct {
-		Title string `json:"title"`
-		Body  string `json:"body"`
-	}
-	jsonValue, err := codec.JSON[page]{}.Append(nil, page{"Home", "<p>hi</p>"})
-	require.NoError(t, err)
-	dir := writeStore(t, func(db *tipkv.DB) {
-		set(t, db,
-			vkey("pages", "home", 1), jsonValue,
-			vkey("pages", "home", 2), []byte(`[1, 2, {"a": null}]`),
-			fkey("log", 1), []byte(`"started"`),
-			vkey("users", "ada", 1), mp(t, page{"Ada", "x"}),
-		)
-	})
+	dir := jsonValueStore(t)
 	out := cliOK(t, "history", dir, "pages", "home")
 	require.Equal(t, "VERSION  VALUE\n2        [1,2,{\"a\":null}]\n1        {\"title\":\"Home\",\"body\":\"<p>hi</p>\"}\n", out)
 	m := jsonOf(t, cliOK(t, "history", "--json", dir, "pages", "home"))

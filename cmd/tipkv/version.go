@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -79,33 +80,32 @@ func readBuildVersion() buildVersion {
 
 func version(c *ctx) int {
 	v := readBuildVersion()
-	var err error
-	if c.json {
-		obj := object{
-			{"module", v.module}, {"version", v.version},
-			{"format", tipkv.FormatVersion}, {"oldest_format", oldestFormat},
-			{"go", v.goVersion}, {"platform", v.platform},
-		}
-		if v.hasVCSInfo {
-			obj = append(obj, field{"revision", v.revision}, field{"revision_time", v.revTime}, field{"modified", v.modified})
-		}
-		err = writeJSON(c.stdout, obj)
-	} else {
-		t := newTable(c.stdout)
-		t.row("tipkv", v.version, v.module)
-		t.row("format", tipkv.FormatVersion, fmt.Sprintf("store format it writes; it reads formats %d to %d", oldestFormat, tipkv.FormatVersion))
-		t.row("go", v.goVersion, v.platform)
-		if v.hasVCSInfo {
-			rev := v.revTime
-			if v.modified {
-				rev += ", with local changes"
-			}
-			t.row("revision", v.revision, rev)
-		}
-		err = t.flush()
+	return c.show(&v)
+}
+
+func (v *buildVersion) json() object {
+	obj := object{
+		{"module", v.module}, {"version", v.version},
+		{"format", tipkv.FormatVersion}, {"oldest_format", oldestFormat},
+		{"go", v.goVersion}, {"platform", v.platform},
 	}
-	if err != nil {
-		return c.failf(exitFail, "%v", err)
+	if v.hasVCSInfo {
+		obj = append(obj, field{"revision", v.revision}, field{"revision_time", v.revTime}, field{"modified", v.modified})
 	}
-	return exitOK
+	return obj
+}
+
+func (v *buildVersion) table(w io.Writer) error {
+	t := newTable(w)
+	t.row("tipkv", v.version, v.module)
+	t.row("format", tipkv.FormatVersion, fmt.Sprintf("store format it writes; it reads formats %d to %d", oldestFormat, tipkv.FormatVersion))
+	t.row("go", v.goVersion, v.platform)
+	if v.hasVCSInfo {
+		rev := v.revTime
+		if v.modified {
+			rev += ", with local changes"
+		}
+		t.row("revision", v.revision, rev)
+	}
+	return t.flush()
 }

@@ -19,19 +19,7 @@ import (
 )
 
 func TestCompact(t *testing.T) {
-	dir := writeStore(t, func(db *tipkv.DB) {
-		for v := int64(1); v <= 200; v++ {
-			set(t, db, vkey("c", "d", v), mp(t, strings.Repeat("x", 100)))
-		}
-		require.NoError(t, db.Compact()) // the versions go to the bottom level
-		s, err := linkStore(db)
-		require.NoError(t, err)
-		b := s.NewBatch()
-		require.NoError(t, b.DeleteRange(vkey("c", "d", 190), vkey("c", "d", 0)))
-		require.NoError(t, b.Apply(false))
-		require.NoError(t, b.Close())
-		require.NoError(t, db.Flush())
-	})
+	dir := compactStore(t)
 	var out, errOut strings.Builder
 	code := run([]string{"compact", dir}, &out, &errOut)
 	require.Equal(t, exitOK, code, errOut.String())
@@ -94,8 +82,8 @@ func TestBinaryStoreInUse(t *testing.T) {
 
 // A long compaction step says it is still at work.
 func TestCompactTicker(t *testing.T) {
-	defer func(d time.Duration) { tickEvery = d }(tickEvery)
-	tickEvery = time.Millisecond
+	defer func(d time.Duration) { knobs.tickEvery = d }(knobs.tickEvery)
+	knobs.tickEvery = time.Millisecond
 	var errOut strings.Builder
 	stop := ticker(&ctx{cmd: compactCommand, stderr: &errOut}, "versions", time.Now())
 	time.Sleep(20 * time.Millisecond)

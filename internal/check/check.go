@@ -78,26 +78,33 @@ func (r Report) Err() error {
 	return errors.New(b.String())
 }
 
-// Family is a key family as check reads it: its byte, its name, and its
-// range.
-type Family struct {
-	ID     byte
+// Range is a range of keys check reads at once, [Lo, Hi): the keys of one
+// family, or ("other") keys of no family.
+type Range struct {
 	Name   string
+	Family codec.Family
+	Known  bool // Family is a family in use; false for "other"
 	Lo, Hi []byte
 }
 
-// Families are the ranges check reads, one family at a time, so that a read
-// error in one does not hide the others; "other" is every byte no family
-// uses.
-var Families = []Family{
-	{0x00, "meta", []byte{0x00}, []byte{0x01}},
-	{0x01, "versions", []byte{0x01}, []byte{0x02}},
-	{0x02, "queue-items", []byte{0x02}, []byte{0x03}},
-	{0x03, "queue-state", []byte{0x03}, []byte{0x04}},
-	{0x04, "feed", []byte{0x04}, []byte{0x05}},
-	{0x05, "dead-letters", []byte{0x05}, []byte{0x06}},
-	{0x06, "feed-cursors", []byte{0x06}, []byte{0x07}},
-	{0x07, "other", []byte{0x07}, bytes.Repeat([]byte{0xff}, 16)},
+// Ranges splits codec.Keyspace into the range of each family of
+// codec.Families, [f, f+1), in key order, and the ranges between and after
+// them that no family uses, each named "other": a read of each reads every
+// key that a read of the keyspace reads. check reads one range at a time,
+// so that a read error in one does not hide the others; the command line
+// tool's stats and compact walk them too.
+func Ranges() []Range {
+	lo, end := codec.Keyspace()
+	var out []Range
+	for _, l := range codec.Families() {
+		flo, fhi := []byte{byte(l.Family)}, []byte{byte(l.Family) + 1}
+		if bytes.Compare(lo, flo) < 0 {
+			out = append(out, Range{Name: "other", Lo: lo, Hi: flo})
+		}
+		out = append(out, Range{Name: l.Name, Family: l.Family, Known: true, Lo: flo, Hi: fhi})
+		lo = fhi
+	}
+	return append(out, Range{Name: "other", Lo: lo, Hi: end})
 }
 
 type deadLetter struct {
@@ -130,14 +137,14 @@ func Store(r engine.Reader, o Options) Report {
 	}
 	ck := &checker{o: o, r: r, heads: map[string]int64{}, counts: map[string]queuefmt.State{}}
 	metaRead := true
-	for _, f := range Families {
-		if err := ck.scan(f); err != nil {
-			ck.readFailed(f.Name, err)
-			metaRead = metaRead && f.Name != "meta"
+	for _, r := range Ranges() {
+		if err := ck.scan(r); err != nil {
+			ck.readFailed(r.Name, err)
+			metaRead = metaRead && !(r.Known && r.Family == codec.FamilyMeta)
 		}
 	}
 	if !ck.sawFormat && metaRead {
-		ck.add("format", codec.AppendString([]byte{0x00}, "format"), "no format key")
+		ck.add("format", codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), "format"), "no format key")
 	}
 	ck.queues()
 	return ck.rep
@@ -157,8 +164,8 @@ func (ck *checker) readFailed(where string, err error) {
 	}
 }
 
-func (ck *checker) scan(f Family) (err error) {
-	it, err := ck.r.NewIter(f.Lo, f.Hi)
+func (ck *checker) scan(r Range) (err error) {
+	it, err := ck.r.NewIter(r.Lo, r.Hi)
 	if err != nil {
 		return err
 	}
@@ -173,34 +180,35 @@ func (ck *checker) scan(f Family) (err error) {
 			return err
 		}
 		ck.rep.Keys++
-		ck.safeVisit(f, it.Key(), v)
+		ck.safeVisit(r, it.Key(), v)
 	}
 	return it.Error()
 }
 
 // safeVisit is visit that turns a panic on a hostile key or value into a
 // problem: check reports what it cannot read, never crashes.
-func (ck *checker) safeVisit(f Family, k, v []byte) {
+func (ck *checker) safeVisit(r Range, k, v []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			ck.add("value", k, "decoding failed: %v", r)
 		}
 	}()
-	ck.visit(f, k, v)
+	ck.visit(r, k, v)
 }
 
-func (ck *checker) visit(f Family, k, v []byte) {
-	if f.Name == "other" {
+func (ck *checker) visit(r Range, k, v []byte) {
+	l, ok := r.Family.Layout()
+	if !r.Known || !ok {
 		ck.add("key", k, "unknown family 0x%02x", k[0])
 		return
 	}
 	name, rest, err := codec.DecodeString(k[1:])
 	if err != nil {
-		ck.add("key", k, "bad %s segment: %v", nameOf[f.ID], err)
+		ck.add("key", k, "bad %s segment: %v", l.Segments[0], err)
 		return
 	}
-	switch f.ID {
-	case 0x00:
+	switch l.Family {
+	case codec.FamilyMeta:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the name", len(rest))
 		}
@@ -219,17 +227,17 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		if name == "upgrade" {
 			ck.add("format", k, "an upgrade of the store's format is unfinished (%q): open the store for writing to finish it", v)
 		}
-	case 0x01:
+	case codec.FamilyVersions:
 		ck.version(k, name, rest, v)
-	case 0x04:
+	case codec.FamilyFeed:
 		ck.rep.Events++
 		ck.numbered(k, name, rest, "position", false)
 		if ck.o.Values && !ck.o.Raw[name] {
 			ck.payload(k, v)
 		}
-	case 0x06:
+	case codec.FamilyFeedCursors:
 		ck.feedCursor(k, name, rest, v)
-	case 0x03:
+	case codec.FamilyQueueState:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the queue name", len(rest))
 		}
@@ -245,11 +253,11 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		if st.Head > st.Tail {
 			ck.add("queue", k, "head %d is past tail %d", st.Head, st.Tail)
 		}
-	case 0x02, 0x05:
+	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
 		ck.rep.Messages++
 		seq, ok := ck.numbered(k, name, rest, "sequence number", true)
 		tag := byte(queuefmt.ItemFormat)
-		if f.ID == 0x05 {
+		if l.Family == codec.FamilyDeadLetters {
 			tag = queuefmt.DeadFormat
 			if ok {
 				ck.dead = append(ck.dead, deadLetter{name, seq})
@@ -262,7 +270,7 @@ func (ck *checker) visit(f Family, k, v []byte) {
 			}
 		}
 		_, payload, err := queuefmt.ParseHeader(v, tag)
-		if f.ID == 0x02 {
+		if l.Family == codec.FamilyQueueItems {
 			_, _, payload, err = queuefmt.ParseItem(v) // leased (on a shared engine) or not
 		}
 		if err != nil {
@@ -274,9 +282,6 @@ func (ck *checker) visit(f Family, k, v []byte) {
 		}
 	}
 }
-
-// nameOf names the first segment of each family's keys.
-var nameOf = map[byte]string{0x00: "name", 0x01: "collection", 0x02: "queue", 0x03: "queue", 0x04: "stream", 0x05: "queue", 0x06: "stream"}
 
 // feedCursor checks a group's cursor: 06 | stream | group -> asc(position),
 // both names non-empty, the position 8 bytes and not negative.
@@ -388,7 +393,7 @@ func (ck *checker) payload(k, v []byte) {
 // which is never reused).
 func (ck *checker) queues() {
 	for name, head := range ck.heads {
-		lo := codec.AppendString([]byte{0x02}, name)
+		lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), name)
 		hi := codec.AppendAsc(bytes.Clone(lo), head)
 		it, err := ck.r.NewIter(lo, hi)
 		if err != nil {
@@ -405,7 +410,7 @@ func (ck *checker) queues() {
 	}
 	// A counted state's count is the number of messages below its end.
 	for name, st := range ck.counts {
-		lo := codec.AppendString([]byte{0x02}, name)
+		lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), name)
 		hi := codec.AppendAsc(bytes.Clone(lo), st.CountTo)
 		lo = codec.AppendAsc(lo, st.Head)
 		it, err := ck.r.NewIter(lo, hi)
@@ -420,16 +425,16 @@ func (ck *checker) queues() {
 		if err := it.Error(); err != nil {
 			ck.readFailed("queue-items", err)
 		} else if n != st.Count {
-			ck.add("queue", codec.AppendString([]byte{0x03}, name), "the state counts %d messages below %d, the queue holds %d", st.Count, st.CountTo, n)
+			ck.add("queue", codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name), "the state counts %d messages below %d, the queue holds %d", st.Count, st.CountTo, n)
 		}
 		_ = it.Close()
 	}
 	for _, d := range ck.dead {
-		key := codec.AppendAsc(codec.AppendString([]byte{0x02}, d.queue), d.seq)
+		key := codec.AppendAsc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), d.queue), d.seq)
 		_, err := ck.r.Get(key)
 		switch {
 		case err == nil:
-			dead := codec.AppendAsc(codec.AppendString([]byte{0x05}, d.queue), d.seq)
+			dead := codec.AppendAsc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyDeadLetters), d.queue), d.seq)
 			ck.add("queue", dead, "sequence number %d is both a message and a dead letter", d.seq)
 		case !errors.Is(err, engine.ErrNotFound):
 			ck.readFailed("queue-items", err)

@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -77,6 +78,8 @@ func TestProblems(t *testing.T) {
 		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
 		{"an unknown family", [][]byte{{0x09, 0x01}, {0x01}}, "key", "unknown family 0x09"},
+		{"the last reserved family", [][]byte{{0xfe}, {0x01}}, "key", "unknown family 0xfe"},
+		{"family 0xff, never one", [][]byte{append(bytes.Repeat([]byte{0xff}, 63), 0x01), {0x01}}, "key", "unknown family 0xff"},
 		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad collection segment"},
 		{"a short number", [][]byte{append(codec.AppendString([]byte{0x04}, "s"), 1, 2), {0x01}}, "key", "a position needs 8 bytes"},
 		{"a bad item header", [][]byte{qkey(0x02, "q", 4), {0x07}}, "value", "tag"},
@@ -99,6 +102,33 @@ func TestProblems(t *testing.T) {
 			require.True(t, found, "want a %s problem saying %q, got %v", c.kind, c.detail, r.Problems)
 		})
 	}
+}
+
+// The ranges check reads are every family of codec's table, once, in key
+// order, and the keys of no family between and after them: together,
+// without gap or overlap, the whole keyspace.
+func TestRanges(t *testing.T) {
+	rs := check.Ranges()
+	lo, hi := codec.Keyspace()
+	require.Equal(t, lo, rs[0].Lo)
+	require.Equal(t, hi, rs[len(rs)-1].Hi)
+	var names []string
+	for i, r := range rs {
+		require.Negative(t, bytes.Compare(r.Lo, r.Hi), r.Name)
+		if i > 0 {
+			require.Equal(t, rs[i-1].Hi, r.Lo, "no gap, no overlap before %s", r.Name)
+		}
+		if r.Known {
+			require.Equal(t, r.Family.String(), r.Name)
+			require.Equal(t, []byte{byte(r.Family)}, r.Lo)
+		}
+		names = append(names, r.Name)
+	}
+	var want []string
+	for _, l := range codec.Families() {
+		want = append(want, l.Name)
+	}
+	require.Equal(t, append(want, "other"), names)
 }
 
 // Raw names skip the value check; Max bounds the list, not the count.
