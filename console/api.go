@@ -173,9 +173,9 @@ type QueueSummary struct {
 // letters.
 type QueuePage struct {
 	QueueSummary
-	Messages    []Message    `json:"messages"`
-	Next        string       `json:"next,omitempty"`
-	DeadLetters []DeadLetter `json:"dead_letters_oldest"`
+	Messages          []Message    `json:"messages"`
+	Next              string       `json:"next,omitempty"`
+	OldestDeadLetters []DeadLetter `json:"dead_letters_oldest"`
 	// Actions says whether this console runs actions (requeue, discard).
 	Actions bool `json:"actions"`
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +126,7 @@ func get(t testing.TB, h http.Handler, path string) response {
 // into v.
 func getJSON(t testing.TB, h http.Handler, path string, status int, v any) {
 	t.Helper()
+	reflect.ValueOf(v).Elem().SetZero() // a fresh value: omitted fields stay zero
 	r := get(t, h, path)
 	require.Equal(t, status, r.code, "GET %s: %s", path, r.body)
 	require.Equal(t, "application/json; charset=utf-8", r.hdr.Get("Content-Type"))

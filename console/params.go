@@ -132,7 +132,7 @@ func (p *params) set(k string, v []string) error {
 			}
 		}
 	case pToken:
-		p.Token, err = sized(s, 1, maxToken)
+		p.Token, err = sized(s, 0, maxToken)
 	case pBack:
 		p.Back, err = localPath(s)
 	}

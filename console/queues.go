@@ -61,7 +61,7 @@ func (c *Console) viewQueue(r *http.Request, p params) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := QueuePage{QueueSummary: QueueSummary{Name: p.Name, NameHex: hexIfInvalid(p.Name)}, Messages: []Message{}, DeadLetters: []DeadLetter{}, Actions: c.opts.Authorize != nil}
+	out := QueuePage{QueueSummary: QueueSummary{Name: p.Name, NameHex: hexIfInvalid(p.Name)}, Messages: []Message{}, OldestDeadLetters: []DeadLetter{}, Actions: c.opts.Authorize != nil}
 	if err := c.fillSummary(q, &out.QueueSummary); err != nil {
 		return nil, err
 	}
@@ -85,10 +85,10 @@ func (c *Console) viewQueue(r *http.Request, p params) (any, error) {
 		out.Messages = append(out.Messages, c.message(rend, m))
 	}
 	for d, err := range q.DeadLetters() {
-		if len(out.DeadLetters) == deadShown {
+		if len(out.OldestDeadLetters) == deadShown {
 			break
 		}
-		out.DeadLetters = append(out.DeadLetters, c.deadLetter(rend, d, err))
+		out.OldestDeadLetters = append(out.OldestDeadLetters, c.deadLetter(rend, d, err))
 		if err != nil {
 			break
 		}

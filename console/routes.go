@@ -51,6 +51,9 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /api/token", c.token)
 	c.mux.HandleFunc("POST /api/requeue", c.action("requeue"))
 	c.mux.HandleFunc("POST /api/discard", c.action("discard"))
+	for _, a := range []string{"/api/requeue", "/api/discard"} {
+		c.mux.HandleFunc(a, postOnly)
+	}
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles()))
 	c.mux.HandleFunc("/", c.notFound)
 }
@@ -91,6 +94,12 @@ func (c *Console) page(rt route) http.HandlerFunc {
 		}
 		c.render(w, r, http.StatusOK, rt.page, rt.title, p, v)
 	}
+}
+
+// postOnly answers an action's route asked with another method.
+func postOnly(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	writeJSON(w, http.StatusMethodNotAllowed, apiError{Error: "console: an action is a POST", Status: http.StatusMethodNotAllowed})
 }
 
 func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
