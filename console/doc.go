@@ -12,8 +12,10 @@
 // It reads the DB through tipkv's packages (versioned and queue, with
 // codec.Raw), as any code of the service would, so it works on a live
 // Pebble store and on the shared engines (etcd, PostgreSQL) alike. It is
-// built on Go's standard library only (net/http, html/template, embed,
-// encoding/json); its pages work without JavaScript, and a small script of
+// built on Go's standard library (net/http, html/template, embed,
+// encoding/json) and adds no dependency to tipkv's (it reads msgpack
+// values with the msgpack module tipkv's codec already uses); its pages
+// work without JavaScript, and a small script of
 // its own (no library, no build step) adds the live tail and keeps the
 // charts current.
 //

@@ -164,3 +164,9 @@ func post(t testing.TB, cl *http.Client, u string, form url.Values, hdr ...strin
 	require.NoError(t, err)
 	return resp.StatusCode, string(b)
 }
+
+// decodeBody decodes a JSON response and closes its body.
+func decodeBody(resp *http.Response, v any) error {
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
+}
