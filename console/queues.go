@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/queue"
@@ -167,12 +166,4 @@ func (c *Console) viewDeadLetter(r *http.Request, p params) (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: queue %q has no dead letter %d", tipkv.ErrNotFound, p.Name, seq)
-}
-
-// timeOrZero formats t for pages, "" for the zero time.
-func timeOrZero(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
 }
