@@ -130,7 +130,9 @@ type Events struct {
 
 // Event is one event of a stream. The live tail (GET /api/tail, text/
 // event-stream) sends each as the data of an SSE event whose id is the
-// position.
+// position. Positions are nanoseconds since 1970, above 2^53: a
+// JavaScript client that parses the JSON gets them rounded, and reads
+// the exact position from the SSE event's id (lastEventId) instead.
 type Event struct {
 	Position int64     `json:"position"`
 	Time     time.Time `json:"time"`

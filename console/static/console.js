@@ -15,10 +15,13 @@ document.addEventListener("DOMContentLoaded", function () {
     es.onerror = function () { state.textContent = "live tail: reconnecting"; };
     es.addEventListener("event", function (m) {
       var e = JSON.parse(m.data);
+      // The exact position is the event's id: positions are nanoseconds,
+      // beyond the integers a JavaScript number holds exactly.
+      var pos = m.lastEventId;
       var tr = document.createElement("tr");
-      tr.id = "e" + e.position;
+      tr.id = "e" + pos;
       tr.className = "new";
-      [String(e.position), e.time.replace("T", " "), inline(e.value)].forEach(function (t, i) {
+      [pos, e.time.replace("T", " "), inline(e.value)].forEach(function (t, i) {
         var td = document.createElement("td");
         if (i === 0) { td.className = "n"; }
         if (i === 2) {
@@ -33,7 +36,7 @@ document.addEventListener("DOMContentLoaded", function () {
       });
       var head = table.rows[0];
       head.parentNode.insertBefore(tr, head.nextSibling);
-      state.textContent = "live tail: " + e.position;
+      state.textContent = "live tail: " + pos;
     });
     es.addEventListener("error", function (m) {
       if (m.data) { state.textContent = "live tail ended: " + JSON.parse(m.data).error; es.close(); }
