@@ -67,8 +67,12 @@
 // server-sent events, each within a commit's wake-up of its Append: it
 // reads with Feed.Follow, which sleeps until a commit appends to the
 // stream (on Pebble nothing polls; on a shared engine Follow's own watch
-// or poll interval applies). A quiet tail sends a comment every 15
-// seconds to keep the connection.
+// or poll interval applies). Each SSE event is named "event", its data is
+// an Event in JSON and its id the position, exact as text (JavaScript
+// numbers round positions, which are above 2^53); a browser that
+// reconnects sends it back as Last-Event-ID and misses nothing. A tail
+// that ends with the DB gets an "error" event. A quiet tail sends a
+// comment every 15 seconds to keep the connection.
 //
 // # Actions, and keeping them safe
 //
@@ -102,4 +106,10 @@
 //
 // Responses carry a Content-Security-Policy that allows the console's own
 // script and style only, and forbid framing.
+//
+// # Tests
+//
+// The package's own tests call every endpoint with httptest; module
+// github.com/tipkv/tipkv/console/e2e drives the pages, the live tail and
+// the actions in headless Chromium.
 package console
