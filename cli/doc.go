@@ -12,6 +12,7 @@
 //	tipkv check   DIR [--raw NAMES] [--max N]  exit status 1 when the store is not healthy
 //	tipkv compact DIR                          family by family, with progress on stderr
 //	tipkv backup  DIR DEST                     a checkpoint of the store: a store of its own
+//	tipkv web     STORE [--addr A] [--actions] the web console (package console), until interrupted
 //	tipkv version                              module version, store formats it reads
 //
 // Every command takes --help and --json, and flags may come before or after

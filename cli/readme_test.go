@@ -325,7 +325,7 @@ func exportImporter(fset *token.FileSet, exports map[string]string) types.Import
 // Markdown code span: `versioned.Options.MissFilter`, `queue.Queue[T]`,
 // `sqlkv.Config.PollInterval`, `tipkv.Open(dir, nil)` (the name chain is
 // checked, not what follows it).
-var refRE = regexp.MustCompile("`(tipkv|versioned|queue|codec|engine|sqlkv|etcdkv)\\.([A-Z][A-Za-z0-9]*)(?:\\[[^\\]`]*\\])?((?:\\.[A-Z][A-Za-z0-9]*)*)")
+var refRE = regexp.MustCompile("`(tipkv|versioned|queue|codec|engine|sqlkv|etcdkv|console|cli)\\.([A-Z][A-Za-z0-9]*)(?:\\[[^\\]`]*\\])?((?:\\.[A-Z][A-Za-z0-9]*)*)")
 
 // refPackages are the packages refRE names: their module (a directory
 // under the repository's root) and import path.
@@ -335,6 +335,8 @@ var refPackages = map[string]struct{ module, path string }{
 	"queue":     {"", "github.com/tipkv/tipkv/queue"},
 	"codec":     {"", "github.com/tipkv/tipkv/codec"},
 	"engine":    {"", "github.com/tipkv/tipkv/engine"},
+	"console":   {"", "github.com/tipkv/tipkv/console"},
+	"cli":       {"", "github.com/tipkv/tipkv/cli"},
 	"sqlkv":     {"sqlkv", "github.com/tipkv/tipkv/sqlkv"},
 	"etcdkv":    {"etcdkv", "github.com/tipkv/tipkv/etcdkv"},
 }

@@ -39,7 +39,7 @@ type ctx struct {
 func commands() []*command {
 	return []*command{
 		statsCommand, dumpCommand, historyCommand, feedCommand,
-		queueCommand, checkCommand, compactCommand, backupCommand, versionCommand,
+		queueCommand, checkCommand, compactCommand, backupCommand, webCommand, versionCommand,
 	}
 }
 

@@ -24,6 +24,9 @@ var knobs = struct {
 	// tickEvery is how often a long compaction step says it is still at
 	// work.
 	tickEvery time.Duration
+	// webServing, if set, is called once web serves, with its URL and a
+	// function that stops it as an interrupt would.
+	webServing func(url string, stop func())
 }{now: time.Now, tickEvery: 10 * time.Second}
 
 // store is an open tipkv store and its raw key-value view.

@@ -52,8 +52,10 @@
 // the attempts so far. A message delivered MaxAttempts times that becomes
 // visible again moves to the queue's dead-letter queue, where DeadLetters
 // lists it and Requeue or Discard handle it. Pop receives and deletes in
-// one write (at most once). Peek reads without leasing. Wait blocks until
-// a message is visible; ReceiveWait blocks until it can lease some, which
+// one write (at most once). Peek reads without leasing; Inspect lists the
+// messages in every state (ready, leased, delayed) for a console,
+// changing nothing. Wait blocks until a message is visible; ReceiveWait
+// blocks until it can lease some, which
 // makes the loop of a long-running consumer (ExampleQueue_ReceiveWait has
 // it in full, with its errors):
 //
