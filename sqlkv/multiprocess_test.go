@@ -53,8 +53,8 @@ func TestMultiProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs child processes for about 20 s")
 	}
-	table := newTable()
-	cfg := sqlkv.Config{DSN: dsn, Table: table}
+	table := newTable(t)
+	cfg := sqlkv.Config{DSN: dsn(t), Table: table}
 	sqlStore, err := sqlkv.NewStore(context.Background(), cfg)
 	require.NoError(t, err)
 	db, err := tipkv.OpenEngine(sqlStore, sqlStore.Name(), nil)
@@ -115,7 +115,7 @@ func TestMultiProcess(t *testing.T) {
 		log.waitFor(t, func(l *mpLog) bool { return l.consumed() > before+200 })
 	}
 	killed9 := false
-	if pgBin != "" {
+	if server(t).Started() {
 		// kill -9 a busy backend: the server ends every session, recovers
 		// and accepts connections again.
 		var pid int
@@ -300,7 +300,7 @@ func startChild(t *testing.T, table, role string, log *mpLog) *mpChild {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMultiProcessChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
-		"SQLKV_DSN="+dsn, // the child names its connections sqlkv_mp_<role>
+		"SQLKV_DSN="+dsn(t), // the child names its connections sqlkv_mp_<role>
 		"SQLKV_MP_TABLE="+table,
 		"SQLKV_MP_ROLE="+role,
 	)
