@@ -148,7 +148,7 @@ func check(t testing.TB, lines []string, st store, perBatch int, lease time.Dura
 		}
 		counts[f[0]]++
 		switch f[0] {
-		case "PUTTING": // PUTTING token doc
+		case "PUTTING": // PUTTING token doc self
 			putting[f[1]] = true
 			putDoc[f[1]] = f[2]
 		case "PUT-OK": // PUT-OK token doc version position self

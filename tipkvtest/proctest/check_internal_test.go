@@ -23,10 +23,10 @@ func TestCheckFindsFaults(t *testing.T) {
 	// (it landed); C's is unknown (it did not); D failed. consumer-0.1 is
 	// killed after receiving A/1; consumer-1.1 takes it after the lease.
 	good := []string{
-		"PUTTING producer-0.1:0 d0", "PUT-OK producer-0.1:0 d0 1 100 producer-0.1",
-		"PUTTING producer-1.1:0 d0", "PUT-UNK producer-1.1:0 d0 0 0 producer-1.1",
-		"PUTTING producer-1.1:1 d1", "PUT-UNK producer-1.1:1 d1 0 0 producer-1.1",
-		"PUTTING producer-0.1:1 d1", "PUT-ERR producer-0.1:1 d1 0 0 producer-0.1",
+		"PUTTING producer-0.1:0 d0 producer-0.1", "PUT-OK producer-0.1:0 d0 1 100 producer-0.1",
+		"PUTTING producer-1.1:0 d0 producer-1.1", "PUT-UNK producer-1.1:0 d0 0 0 producer-1.1",
+		"PUTTING producer-1.1:1 d1 producer-1.1", "PUT-UNK producer-1.1:1 d1 0 0 producer-1.1",
+		"PUTTING producer-0.1:1 d1 producer-0.1", "PUT-ERR producer-0.1:1 d1 0 0 producer-0.1",
 		recv("producer-0.1:0/0", 1, 0, 10, "consumer-0.1"),
 		recv("producer-0.1:0/1", 2, 0, 10, "consumer-0.1"),
 		"ACK-UNK 2 consumer-0.1", "ACK-LOST 2 consumer-0.1", // landed the first time

@@ -169,7 +169,7 @@ func (w *workload) produce(ctx context.Context) {
 		token := fmt.Sprintf("%s:%d", w.self, i)
 		id := docIDs[i%len(docIDs)]
 		i++
-		w.out.printf("PUTTING %s %s", token, id)
+		w.out.printf("PUTTING %s %s %s", token, id, w.self)
 		var v, pos int64
 		err := w.db.Update(func(b *tipkv.Batch) error {
 			var err error
