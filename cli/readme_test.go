@@ -127,6 +127,7 @@ var readmes = []struct{ file, module string }{
 	{"README.md", ""},
 	{"sqlkv/README.md", "sqlkv"},
 	{"etcdkv/README.md", "etcdkv"},
+	{"examples/memengine/README.md", "examples/memengine"},
 }
 
 // snippetImports are imported by every snippet's file.

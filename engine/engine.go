@@ -219,8 +219,10 @@ type Iter interface {
 	Value() ([]byte, error)
 	// Error returns the error that stopped the iterator, if any.
 	Error() error
-	// Close releases the iterator. It returns the iterator's error, if
-	// any; a second Close returns nil.
+	// Close releases the iterator. It returns the error that stopped the
+	// iterator, if any, but nil for ErrClosed: the store's Close ended
+	// it, and nothing went wrong in the iterator (enginetest's Close
+	// checks it). A second Close returns nil.
 	Close() error
 }
 

@@ -12,10 +12,8 @@ import (
 
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
+	"github.com/tipkv/tipkv/tipkvtest/proctest"
 )
-
-// ChildEnv marks a child process of TestMultiProcess (multiproc_test.go).
-const ChildEnv = "ETCDKV_TEST_CHILD"
 
 // cluster is the test binary's etcd: 3 members, started once in TestMain.
 var cluster *etcdtest.Cluster
@@ -23,7 +21,7 @@ var cluster *etcdtest.Cluster
 func TestMain(m *testing.M) {
 	etcdtest.ServeMember() // a member process of TestMultiProcess's cluster: never returns
 	flag.Parse()
-	if fuzzing() || os.Getenv(ChildEnv) != "" {
+	if fuzzing() || proctest.IsChild() {
 		os.Exit(m.Run()) // the fuzz target and TestMultiProcess's children need no cluster
 	}
 	c, err := etcdtest.Start(etcdtest.Options{})

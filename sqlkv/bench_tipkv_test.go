@@ -106,14 +106,14 @@ func pairedTimes(b *testing.B, op, base func(i int) time.Duration) {
 // the same server, with a table of the same shape for the raw side.
 func benchDB(b *testing.B) (*tipkv.DB, *pgx.Conn, string) {
 	b.Helper()
-	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn, Table: newTable()}, &tipkv.Options{NoSync: true})
+	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(b), Table: newTable(b)}, &tipkv.Options{NoSync: true})
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = db.Close() })
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := pgx.Connect(ctx, dsn(b))
 	require.NoError(b, err)
 	b.Cleanup(func() { conn.Close(ctx) })
-	raw := pgx.Identifier{newTable()}.Sanitize()
+	raw := pgx.Identifier{newTable(b)}.Sanitize()
 	_, err = conn.Exec(ctx, `CREATE TABLE `+raw+` (k bytea PRIMARY KEY, v bytea)`)
 	require.NoError(b, err)
 	return db, conn, raw
@@ -282,7 +282,7 @@ func BenchmarkTipkvEnqueue(b *testing.B) {
 // messages per second from the first enqueue to the last ack. Not paired:
 // raw SQL has no queue of the same guarantees to compare with.
 func BenchmarkTipkvProducersConsumers(b *testing.B) {
-	cfg := sqlkv.Config{DSN: dsn, Table: newTable()}
+	cfg := sqlkv.Config{DSN: dsn(b), Table: newTable(b)}
 	open := func() *tipkv.DB {
 		db, err := sqlkv.Open(context.Background(), cfg, &tipkv.Options{NoSync: true})
 		require.NoError(b, err)
@@ -365,7 +365,7 @@ func BenchmarkTipkvProducersConsumers(b *testing.B) {
 // once the consumer is asleep. Raw: pg_notify committed on one
 // connection, received by WaitForNotification on another.
 func BenchmarkTipkvWait(b *testing.B) {
-	cfg := sqlkv.Config{DSN: dsn, Table: newTable()}
+	cfg := sqlkv.Config{DSN: dsn(b), Table: newTable(b)}
 	prod, err := sqlkv.Open(context.Background(), cfg, &tipkv.Options{NoSync: true})
 	require.NoError(b, err)
 	defer prod.Close()
@@ -379,10 +379,10 @@ func BenchmarkTipkvWait(b *testing.B) {
 	cq, err := queue.Open[benchDoc](cons, "wake", nil)
 	require.NoError(b, err)
 	ctx := context.Background()
-	lconn, err := pgx.Connect(ctx, dsn)
+	lconn, err := pgx.Connect(ctx, dsn(b))
 	require.NoError(b, err)
 	defer lconn.Close(ctx)
-	nconn, err := pgx.Connect(ctx, dsn)
+	nconn, err := pgx.Connect(ctx, dsn(b))
 	require.NoError(b, err)
 	defer nconn.Close(ctx)
 	_, err = lconn.Exec(ctx, "LISTEN bench_wake")

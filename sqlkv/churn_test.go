@@ -24,9 +24,9 @@ func TestChurnTableSize(t *testing.T) {
 	}
 	val := make([]byte, 200)
 	for _, defaults := range []bool{false, true} {
-		name := newTable()
+		name := newTable(t)
 		if defaults {
-			conn, err := pgx.Connect(context.Background(), dsn)
+			conn, err := pgx.Connect(context.Background(), dsn(t))
 			require.NoError(t, err)
 			_, err = conn.Exec(context.Background(), "CREATE TABLE "+name+" (k bytea PRIMARY KEY, v bytea)")
 			require.NoError(t, err)

@@ -23,7 +23,7 @@ import (
 // error. Issue 17 measured 190-202 false conflicts in 600 such
 // transactions under SERIALIZABLE.
 func TestNoFalseConflictsTipkv(t *testing.T) {
-	cfg := sqlkv.Config{DSN: dsn, Table: newTable()}
+	cfg := sqlkv.Config{DSN: dsn(t), Table: newTable(t)}
 	const workers, rounds = 6, 100
 	var conflicts, updates atomic.Int64
 	var wg sync.WaitGroup

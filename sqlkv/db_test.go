@@ -11,7 +11,7 @@ import (
 // Open returns a *tipkv.DB in shared mode on the table; a second Open of
 // the same table (another process) finds the store's format there.
 func TestOpenDB(t *testing.T) {
-	cfg := sqlkv.Config{DSN: dsn, Table: newTable()}
+	cfg := sqlkv.Config{DSN: dsn(t), Table: newTable(t)}
 	db, err := sqlkv.Open(context.Background(), cfg, nil)
 	require.NoError(t, err)
 	other, err := sqlkv.Open(context.Background(), cfg, nil)

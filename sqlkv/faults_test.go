@@ -26,7 +26,7 @@ func setServer(t testing.TB, s *sqlkv.Store, name, value string) {
 	_, err = s.Pool().Exec(ctx, "SELECT pg_reload_conf()")
 	require.NoError(t, err)
 	for {
-		conn, err := pgx.Connect(ctx, dsn)
+		conn, err := pgx.Connect(ctx, dsn(t))
 		require.NoError(t, err)
 		var got string
 		require.NoError(t, conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&got))
@@ -116,21 +116,21 @@ func TestTerminatedBeforeCommitIsNotApplied(t *testing.T) {
 // outcome is not unknown, nothing was written. After a restart the store
 // goes on with new connections.
 func TestServerStopAndRestart(t *testing.T) {
-	ownServer(t)
+	srv := ownServer(t)
 	s := openStore(t, sqlkv.Config{})
 	mustSet(t, s, qkey("q", 1), []byte("before"))
-	require.NoError(t, pg("pg_ctl", "-D", pgData, "-m", "immediate", "-w", "stop"))
+	require.NoError(t, srv.Crash())
 	restarted := false
 	defer func() {
 		if !restarted {
-			restartServer(t)
+			require.NoError(t, srv.Restart())
 		}
 	}()
 	err := apply(s, func(b engine.Batch) { _ = b.Set(qkey("q", 2), []byte("during")) })
 	require.Error(t, err, "a batch on a stopped server")
 	unknown := errors.Is(err, engine.ErrUnknownOutcome)
 	t.Logf("a batch on a stopped server: %v", err)
-	restartServer(t)
+	require.NoError(t, srv.Restart())
 	restarted = true
 	for i := 0; ; i++ { // the pool drops its dead connections as it meets them
 		if _, err = s.Get(qkey("q", 1)); err == nil {

@@ -62,7 +62,7 @@ func (s *sent) take() [][]stmtSent {
 // recorded).
 func tracedStore(t testing.TB, cfg sqlkv.Config) (*sqlkv.Store, *sent) {
 	t.Helper()
-	pc, err := pgxpool.ParseConfig(dsn)
+	pc, err := pgxpool.ParseConfig(dsn(t))
 	require.NoError(t, err)
 	tr := &sent{}
 	pc.ConnConfig.Tracer = tr

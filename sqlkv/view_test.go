@@ -148,7 +148,7 @@ func TestSnapshotSeeks(t *testing.T) {
 // Close ends a snapshot and its iterators: their next calls report
 // ErrClosed, and no connection stays acquired.
 func TestCloseEndsViews(t *testing.T) {
-	s, err := sqlkv.NewStore(context.Background(), sqlkv.Config{DSN: dsn, Table: newTable()})
+	s, err := sqlkv.NewStore(context.Background(), sqlkv.Config{DSN: dsn(t), Table: newTable(t)})
 	require.NoError(t, err)
 	for i := int64(1); i <= 50; i++ {
 		mustSet(t, s, qkey("q", i), []byte("x"))

@@ -17,6 +17,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for watermill-sql
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/sqlkv/pgtest"
 	tipkvwatermill "github.com/tipkv/tipkv/watermill"
 )
 
@@ -43,9 +44,11 @@ import (
 // Run with -benchtime Nx for N rounds (the figures in README.md: 6x).
 func BenchmarkDrain(b *testing.B) {
 	const msgs, publishers = 10_000, 20
-	dsn := os.Getenv(DSNEnv)
+	// Not pgtest's own server: it runs with fsync off, which would flatter
+	// watermill-sql against tipkv's synced commits.
+	dsn := os.Getenv(pgtest.DSNEnv)
 	if dsn == "" {
-		b.Skipf("needs a PostgreSQL server for watermill-sql: set %s", DSNEnv)
+		b.Skipf("needs a PostgreSQL server with fsync on for watermill-sql: set %s", pgtest.DSNEnv)
 	}
 	db, err := tipkv.Open(b.TempDir(), nil)
 	require.NoError(b, err)

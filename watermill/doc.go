@@ -76,7 +76,9 @@
 // before the Ack is written (on Pebble: at the next Open; on a shared
 // engine: Lease after the last extension), or if the lease was not
 // extended in time. While a subscription holds a message (handed out, or
-// leased in its batch) it extends the lease every Lease/3.
+// leased in its batch) it extends the lease every Lease/3 of wall time,
+// to Lease past the DB's clock, and logs each renewal at Trace level
+// ("Lease extended", with the message's uuid).
 //
 // Order: one subscription of a group receives the group's messages in the
 // order they were published (the stream's position order, which on every

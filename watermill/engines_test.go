@@ -13,6 +13,7 @@ import (
 	"github.com/tipkv/tipkv/etcdkv"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
 	"github.com/tipkv/tipkv/sqlkv"
+	"github.com/tipkv/tipkv/sqlkv/pgtest"
 )
 
 // The suite on the shared engines. The Publishers and Subscribers the
@@ -27,7 +28,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server, if a test started one
 	if etcdCluster != nil {
 		etcdCluster.Close()
 	}
@@ -81,19 +82,14 @@ func TestPubSubEtcd(t *testing.T) {
 	runSuite(t, groupFeatures, perProcess(t, dial), false)
 }
 
-// DSNEnv names the environment variable that points the PostgreSQL tests
-// at a server, as sqlkv's tests read it: a tipkv table of a name of its
-// own is made there for each run.
-const DSNEnv = "SQLKV_DSN"
-
+// TestPubSubPostgres runs the suite on pgtest's PostgreSQL server: one it
+// starts in a temporary directory, or the one SQLKV_DSN names (see package
+// pgtest), on a table of its own.
 func TestPubSubPostgres(t *testing.T) {
-	dsn := os.Getenv(DSNEnv)
-	if dsn == "" {
-		t.Skipf("needs a PostgreSQL server: set %s to its connection string (the sqlkv module's tests start one; see its main_test.go)", DSNEnv)
-	}
-	table := fmt.Sprintf("watermill_test_%d", time.Now().UnixNano())
+	srv := pgtest.Default(t)
+	table := srv.NewTable()
 	dial := func() (*tipkv.DB, error) {
-		return sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn, Table: table, MaxConns: 4}, nil)
+		return sqlkv.Open(context.Background(), sqlkv.Config{DSN: srv.DSN(), Table: table, MaxConns: 4}, nil)
 	}
 	runSuite(t, groupFeatures, perProcess(t, dial), false)
 }

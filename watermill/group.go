@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -208,13 +209,16 @@ func cmpInt(a, b int64) int {
 }
 
 // extend renews the leases of the messages the subscription holds: the
-// one handed out and the rest of its batch. A buffered message whose
-// lease was lost (it ran out and another subscription took it) is
+// one handed out and the rest of its batch, logging each renewal at Trace
+// level ("Lease extended", with the message's uuid). A buffered message
+// whose lease was lost (it ran out and another subscription took it) is
 // dropped from the batch.
 func (gs *groupSub) extend() {
 	lease := gs.s.cfg.Lease
 	if m := gs.current; m != nil {
 		switch err := gs.q.Extend(m.ID, lease); {
+		case err == nil:
+			gs.extended(*m, lease)
 		case errors.Is(err, queue.ErrLeaseLost):
 			// Acknowledged by AckIn already, or the lease ran out before
 			// this tick (the Ack will say so).
@@ -226,16 +230,23 @@ func (gs *groupSub) extend() {
 	kept := gs.buf[:0]
 	for _, m := range gs.buf {
 		err := gs.q.Extend(m.ID, lease)
-		if errors.Is(err, queue.ErrLeaseLost) {
+		switch {
+		case err == nil:
+			gs.extended(m, lease)
+		case errors.Is(err, queue.ErrLeaseLost):
 			continue
-		}
-		if err != nil && !errors.Is(err, tipkv.ErrClosed) {
+		case !errors.Is(err, tipkv.ErrClosed):
 			gs.s.logger.Info("Cannot extend a lease", gs.fields.Add(logErr(err)))
 		}
 		kept = append(kept, m)
 	}
 	clear(gs.buf[len(kept):])
 	gs.buf = kept
+}
+
+// extended logs a renewed lease at Trace level.
+func (gs *groupSub) extended(m queue.Message[[]byte], lease time.Duration) {
+	gs.s.logger.Trace("Lease extended", gs.fields.Add(watermill.LogFields{"uuid": m.Headers[UUIDHeader], "lease": lease}))
 }
 
 // finish runs when the subscription ends: acknowledgements not yet

@@ -2,12 +2,15 @@ package tipkvwatermill_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/queue"
 	tipkvwatermill "github.com/tipkv/tipkv/watermill"
 )
 
@@ -15,42 +18,115 @@ import (
 // subscription extends the lease while it holds it, so the group's other
 // subscription does not receive it meanwhile.
 //
-// Leases are extended on a wall-clock ticker, so this test watches a
-// window of wall time, 1.5 leases, with wide margins both ways: without
-// the extension the lease runs out after 3s and the other subscription,
-// asleep until then, takes the message within the window unless it is
-// held up 1.5s; with it, a renewal comes every second, and only a stall
-// of 2s between two of them lets the lease run out.
+// The DB runs on a clock the test moves (tipkv.Options.Clock). The
+// subscription renews its lease every Lease/3 of wall time, each time to
+// Lease past the DB's now. The test moves the clock half a lease at a
+// time and after each move waits for a renewal that read the new time
+// (its "Lease extended" Trace log), so the lease holds at every moment of
+// the DB's clock however slowly the machine runs the subscription; after
+// three moves the clock is half a lease past the end of the first lease.
+// A message published then is the next one the other subscription
+// receives: had the slow one's lease ended, it would come first (a group
+// delivers oldest first). Without the renewals the test fails, waiting for
+// the first one; with renewals that did not move the lease, at the probe.
 func TestLeaseIsExtendedWhileTheHandlerRuns(t *testing.T) {
-	db := openMem(t)
+	clock := &testClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: clock.Now})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
 	pub := newPub(t, db)
-	cfg := tipkvwatermill.SubscriberConfig{ConsumerGroup: "g", Lease: 3 * time.Second}
-	a := subscribe(t, newSub(t, db, cfg), "t")
+	const lease = 30 * time.Millisecond // a renewal every 10 ms of wall time
+	renewed := &renewals{uuid: "slow", changed: make(chan struct{})}
+	a := subscribe(t, newSub(t, db, tipkvwatermill.SubscriberConfig{ConsumerGroup: "g", Lease: lease, Logger: renewed}), "t")
 	require.NoError(t, pub.Publish("t", msg("slow", "")))
 	m := next(t, a)
-	b := subscribe(t, newSub(t, db, cfg), "t")
-	select {
-	case other := <-b:
-		t.Fatalf("the group delivered %s again while the handler held it", other.UUID)
-	case <-time.After(cfg.Lease * 3 / 2):
+	b := subscribe(t, newSub(t, db, tipkvwatermill.SubscriberConfig{ConsumerGroup: "g", Lease: lease}), "t")
+	for range 3 {
+		clock.Add(lease / 2)
+		queue.Wake(db)
+		// The renewal logged first after this point may have read the
+		// clock before the move; the one after it started later.
+		renewed.waitFor(t, renewed.count()+2)
 	}
+	require.NoError(t, pub.Publish("t", msg("probe", "")))
+	probe := next(t, b)
+	require.Equal(t, "probe", probe.UUID, "the other subscription received the slow message 1.5 leases after its delivery")
+	probe.Ack()
 	m.Ack()
-	require.NoError(t, pub.Publish("t", msg("next", "")))
-	var got *received
 	select {
 	case x := <-a:
-		got = &received{x.UUID}
-		x.Ack()
+		t.Fatalf("the acknowledged slow message was delivered again: %s", x.UUID)
 	case x := <-b:
-		got = &received{x.UUID}
-		x.Ack()
-	case <-time.After(failAfter):
-		t.Fatal("no message after the Ack")
+		t.Fatalf("the acknowledged slow message was delivered again: %s", x.UUID)
+	default:
 	}
-	require.Equal(t, "next", got.uuid, "the slow message was acknowledged once")
 }
 
-type received struct{ uuid string }
+// testClock is a DB clock that moves only when the test moves it.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// renewals is a Subscriber's logger that counts the renewals of the lease
+// of one message (its "Lease extended" Trace logs).
+type renewals struct {
+	watermill.NopLogger
+	uuid    string
+	mu      sync.Mutex
+	n       int
+	changed chan struct{} // closed and replaced at every renewal
+}
+
+func (r *renewals) Trace(msg string, fields watermill.LogFields) {
+	if msg != "Lease extended" || fields["uuid"] != r.uuid {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *renewals) With(watermill.LogFields) watermill.LoggerAdapter { return r }
+
+func (r *renewals) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// waitFor waits until n renewals were logged.
+func (r *renewals) waitFor(t testing.TB, n int) {
+	t.Helper()
+	timeout := time.After(failAfter)
+	for {
+		r.mu.Lock()
+		got, ch := r.n, r.changed
+		r.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("the lease of the message handed out was renewed %d times, not %d, in %v", got, n, failAfter)
+		}
+	}
+}
 
 // Close writes the acknowledgements collected and gives back the message
 // handed out at once, ending its context: the next subscription of the
