@@ -13,6 +13,8 @@ import (
 	"github.com/tipkv/tipkv/cli"
 	"github.com/tipkv/tipkv/etcdkv"
 	"github.com/tipkv/tipkv/etcdkv/etcdtest"
+	"github.com/tipkv/tipkv/sqlkv"
+	"github.com/tipkv/tipkv/sqlkv/pgtest"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -68,6 +70,41 @@ func TestEtcdStore(t *testing.T) {
 	_, errOut, code = runCLI("compact", "etcd://"+hosts+"/wiki/")
 	require.Equal(t, 2, code)
 	require.Contains(t, errOut, "works on a Pebble directory")
+}
+
+// The binary reaches a store on PostgreSQL by its DSN and table: the
+// history reads back while the writer's DB is still open (a live store),
+// a table that holds no store is refused, and the DSN's password never
+// appears in a message.
+func TestPostgresStore(t *testing.T) {
+	srv, err := pgtest.Start()
+	require.NoError(t, err, "PostgreSQL for the tests (sqlkv/install-postgres.sh installs it)")
+	table := srv.NewTable()
+	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: srv.DSN(), Table: table}, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	pages, err := versioned.NewCollection[page](db, "pages", nil)
+	require.NoError(t, err)
+	for _, title := range []string{"Home", "Home page", "Welcome"} {
+		_, err = pages.Put(db, "home", page{title})
+		require.NoError(t, err)
+	}
+
+	u, err := url.Parse(srv.DSN())
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set(tableParam, table)
+	u.RawQuery = q.Encode()
+	out, errOut, code := runCLI("history", u.String(), "pages", "home", "-n", "2")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "VERSION  VALUE\n3        {\"title\":\"Welcome\"}\n2        {\"title\":\"Home page\"}\n", out)
+
+	q.Set(tableParam, srv.NewTable())
+	u.RawQuery = q.Encode()
+	u.User = url.UserPassword(u.User.Username(), "s3cret")
+	_, errOut, code = runCLI("stats", u.String())
+	require.Equal(t, 2, code, errOut)
+	require.NotContains(t, errOut, "s3cret")
 }
 
 func hostsOf(t *testing.T, endpoints []string) []string {
