@@ -38,7 +38,7 @@ type ctx struct {
 
 func commands() []*command {
 	return []*command{
-		statsCommand, dumpCommand, historyCommand, feedCommand,
+		statsCommand, dumpCommand, historyCommand, feedCommand, groupsCommand, tailCommand,
 		queueCommand, checkCommand, compactCommand, backupCommand, webCommand, versionCommand,
 	}
 }

@@ -27,6 +27,10 @@ var knobs = struct {
 	// webServing, if set, is called once web serves, with its URL and a
 	// function that stops it as an interrupt would.
 	webServing func(url string, stop func())
+	// tailing, if set, is called once tail follows, with a function that
+	// stops it as an interrupt would; tailed after each event it shows.
+	tailing func(stop func())
+	tailed  func(position int64)
 }{now: time.Now, tickEvery: 10 * time.Second}
 
 // store is an open tipkv store and its raw key-value view.
