@@ -236,6 +236,11 @@
 //     a move to the dead letters does both, each requiring the item to
 //     hold the bytes read. Two processes never deliver one message within
 //     a lease: the loser reads again (at once, up to 100 times).
+//   - Goroutines of one process share its memory of the queue: a read
+//     that began before this process committed a write to an item passes
+//     over that item (it may show the bytes from before), so a Receive
+//     never mistakes a lease taken meanwhile by another goroutine for
+//     another process's change.
 //   - Ack, Release, Retry and Extend require the item to hold the bytes
 //     this process last wrote. Another process that took the message over
 //     counted an attempt, so the bytes differ: ErrLeaseLost. After a write

@@ -35,19 +35,22 @@ var errNothing = errors.New("queue: nothing to deliver")
 // first, with the dead ones (delivered maxAttempts times, or corrupt) that
 // come before them, which do not count. An item is deliverable when it is
 // not leased and its delay has ended, or its lease ended ClockSkew ago.
-// Items this process is writing about are passed over. For Peek
-// (maxAttempts 0 and peek set), corrupt items come back with bad set and
-// nothing is dead. The items picked fit in one batch of the engine's
-// limits (at least one is picked, fit or not).
+// Items this process is writing about, or wrote since the read began, are
+// passed over (shared_claims.go). For Peek (maxAttempts 0 and peek set),
+// corrupt items come back with bad set and nothing is dead. The items
+// picked fit in one batch of the engine's limits (at least one is picked,
+// fit or not).
 func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*picked, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
+	since := c.beginRead()
+	defer c.endRead(since)
 	nowNS := now.UnixNano()
 	var out []*picked
 	n, ops, size := 0, 0, 0
 	err := c.scan(limit, func(seq int64, v []byte) (bool, error) {
-		if c.skipHeld(seq, v) {
+		if c.skipHeld(seq, v, since) {
 			return true, nil
 		}
 		h, leased, payload, err := parseItem(v)
@@ -89,12 +92,17 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*pi
 	return out, err
 }
 
-// skipHeld reports whether the item at seq is one this process is writing
-// about now. Seeing the item, it settles a lease in doubt (see held.alt),
-// and forgets a lease whose item another process has changed since.
-func (c *core) skipHeld(seq int64, v []byte) bool {
+// skipHeld reports whether a read that began at since must pass over the
+// item at seq: this process is writing about it now, or wrote it after the
+// read began (the read may show the item as it was before). Seeing the
+// item otherwise, it settles a lease in doubt (see held.alt), and forgets
+// a lease whose item another process has changed since.
+func (c *core) skipHeld(seq int64, v []byte, since uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.staleLocked(seq, since) {
+		return true
+	}
 	h := c.sm.held[seq]
 	switch {
 	case h == nil:
@@ -192,6 +200,9 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 		return nil, nil
 	}
 	if err != nil {
+		// The write may have landed (an unknown outcome): reads in
+		// flight pass over its items.
+		c.wrotePicks(ps)
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
 	var gone []int64
@@ -204,6 +215,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	out := make([]Message[T], 0, len(ps))
 	var bad []error
 	c.mu.Lock()
+	c.wrotePicksLocked(ps)
 	for i, p := range ps {
 		if p.lapsed {
 			c.leaseExpired(p.seq, p.hdr.attempts)
@@ -276,7 +288,7 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 		ss := make([]int64, len(hs))
 		tx.OnCommit(func() {
 			c.m.acks.Add(uint64(len(hs)))
-			c.dropHeld(hs)
+			c.dropHeld(hs, ss)
 			c.consumedOwn(ss)
 		})
 		tx.OnAbort(func() { c.unclaim(hs) })
@@ -292,13 +304,31 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 	})
 }
 
-// dropHeld forgets leases whose messages were consumed or released.
-func (c *core) dropHeld(hs []*held) {
+// wrotePicks numbers a delivery's write to the items ps (shared_claims.go).
+func (c *core) wrotePicks(ps []*picked) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wrotePicksLocked(ps)
+}
+
+// wrotePicksLocked is wrotePicks; the caller holds mu.
+func (c *core) wrotePicksLocked(ps []*picked) {
+	seqs := make([]int64, len(ps))
+	for i, p := range ps {
+		seqs[i] = p.seq
+	}
+	c.wroteLocked(seqs...)
+}
+
+// dropHeld forgets leases whose messages this process's commit consumed:
+// the items ss.
+func (c *core) dropHeld(hs []*held, ss []int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range hs {
 		c.forget(h)
 	}
+	c.wroteLocked(ss...)
 }
 
 // rewriteHeld writes the item of a lease this process holds, with the
@@ -324,6 +354,7 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				h.raw, h.deadline, h.busy = val, at, false
+				c.wroteLocked(h.seq)
 			})
 			tx.OnAbort(func() { c.unclaimExtend(h, val, at) })
 		} else {
@@ -331,6 +362,7 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				c.forget(h)
+				c.wroteLocked(h.seq)
 				c.notify() // visible now, or a new deadline for Waits here
 			})
 			tx.OnAbort(func() { c.unclaim(hs) })
