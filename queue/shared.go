@@ -56,10 +56,12 @@ type sharedMem struct {
 	gaps      []span          // consumed runs above head, sorted, disjoint
 
 	// Deliveries side by side (shared_claims.go).
-	gen   uint64           // numbers this process's writes to items
-	wrote map[int64]uint64 // item -> number of its last write here, while a read older than it runs
-	log   []seqGen         // wrote's entries, oldest first
-	reads map[uint64]int   // deliveries' reads in flight, by the number they began at
+	claimed map[int64]struct{} // items picked by deliveries in flight
+	gen     uint64             // numbers this process's writes to items
+	wrote   map[int64]uint64   // item -> number of its last write here, while a read older than it runs
+	log     []seqGen           // wrote's entries, oldest first
+	reads   map[uint64]int     // deliveries' reads in flight, by the number they began at
+	spread  int                // batches a delivery may start in; 0 or 1: at the head
 }
 
 // held is a lease this process holds on a message of a shared queue, as of

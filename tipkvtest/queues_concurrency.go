@@ -17,13 +17,15 @@ import (
 // (a handle is safe for concurrent use) and, on a shared engine, handles
 // standing for processes. Every consumer receives and acknowledges what it
 // got; nothing may fail (no ErrLeaseLost for a lease nobody else was
-// given), and every
+// given, no ErrConflict from consumers crowding the head), and every
 // message is delivered once. Leases are long and the clock stands still,
 // so no lease lapses: a second delivery of a message is a defect.
 
 func queueConcurrencyCases() []testCase {
 	return []testCase{
 		{"ConcurrentReceiveAckOneHandle", testQueueConcurrentReceiveAck},
+		{"ManyConsumersOneHandle", testQueueManyConsumersOneHandle},
+		{"ManyConsumersManyHandles", testQueueManyConsumersManyHandles},
 	}
 }
 
@@ -145,4 +147,44 @@ func testQueueConcurrentReceiveAck(t *testing.T, b backend) {
 	qConsume(t, total, cs)
 	require.Equal(t, 0, q.Len())
 	Healthy(t, db)
+}
+
+// Thirty-two goroutines on one handle receive one message at a time, all
+// at the head of the queue: none fails (a consumer that lost a message to
+// another goroutine of its handle must not count it as a conflict), every
+// message is delivered once.
+func testQueueManyConsumersOneHandle(t *testing.T, b backend) {
+	db := b.Open(t, nil)
+	q := qOpen[qJob](t, db, "head", nil)
+	total := b.N(2000)
+	qFill(t, db, q, total)
+	cs := make([]qConsumer, 32)
+	for i := range cs {
+		cs[i] = qConsumer{db: db, q: q, max: 1, wait: i%4 == 3}
+	}
+	qConsume(t, total, cs)
+	require.Equal(t, 0, q.Len())
+	Healthy(t, db)
+}
+
+// Thirty-two handles (processes, on a shared engine) receive 10 or 100
+// messages at a time from the head of one queue: none fails with
+// ErrConflict (they claim disjoint messages instead of all racing for the
+// first ones), every message is delivered once.
+func testQueueManyConsumersManyHandles(t *testing.T, b backend) {
+	for _, max := range []int{10, 100} {
+		t.Run(fmt.Sprintf("max=%d", max), func(t *testing.T) {
+			dbs := qHandles(t, b, 32, newQClock())
+			total := b.N(100 * max)
+			q0 := qOpen[qJob](t, dbs[0], "crowd", nil)
+			qFill(t, dbs[0], q0, total)
+			cs := make([]qConsumer, len(dbs))
+			for i, db := range dbs {
+				cs[i] = qConsumer{db: db, q: qOpen[qJob](t, db, "crowd", nil), max: max, wait: i%4 == 3}
+			}
+			qConsume(t, total, cs)
+			require.Equal(t, 0, q0.Len())
+			Healthy(t, dbs[0])
+		})
+	}
 }
