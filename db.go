@@ -70,8 +70,11 @@ type Options struct {
 	// MaxRetries is how many times DB.Update runs its function again after
 	// a commit-time condition failed, on a shared engine (etcd, SQL) where
 	// another process wrote what the function read. Negative: never. On
-	// Pebble no condition is ever sent and the function runs once. The
-	// default is DefaultMaxRetries.
+	// Pebble no condition is ever sent and the function runs once. On an
+	// engine that can lock (engine.Locker: PostgreSQL), a write that
+	// collided on a document, stream or queue runs again holding that
+	// key's lock, so writers of a hot key that collided wait their turn.
+	// The default is DefaultMaxRetries.
 	MaxRetries int
 
 	// Logger receives what the storage engine reports, at these levels:

@@ -75,6 +75,23 @@ var (
 	ErrUnknownOutcome = errors.New("tipkv: commit outcome unknown")
 )
 
+// ConditionError is a failed condition that names the keys it was on (a
+// RangeEmpty's low bound), for an engine that knows them. It matches
+// ErrConditionFailed. A caller that retries may take the keys' locks first
+// (Locker).
+type ConditionError struct {
+	// Keys are the keys of the conditions that may have failed: one, or
+	// several checked in one statement.
+	Keys [][]byte
+	// Msg says what failed, for the error's text.
+	Msg string
+}
+
+func (e *ConditionError) Error() string { return ErrConditionFailed.Error() + ": " + e.Msg }
+
+// Unwrap returns ErrConditionFailed.
+func (e *ConditionError) Unwrap() error { return ErrConditionFailed }
+
 // Reader reads a consistent or live view of the keys. Store and Snapshot
 // implement it.
 type Reader interface {

@@ -238,6 +238,20 @@
 //     a move to the dead letters does both, each requiring the item to
 //     hold the bytes read. Two processes never deliver one message within
 //     a lease: the loser reads again (at once, up to 100 times).
+//   - Goroutines of one process share its memory of the queue: a
+//     delivery claims the messages it picked until its write is done, and
+//     the others pass over them; a read that began before this process
+//     committed a write to an item passes over that item too (it may show
+//     the bytes from before), so a Receive never mistakes a lease taken
+//     meanwhile by another goroutine for another process's change.
+//   - Processes meet at commit. A process whose Receive lost a message to
+//     another spreads out: its next Receives start a random whole number
+//     of batches into the visible messages (up to 64 batches, 2,048
+//     messages), the spread doubling with each loss and shrinking with
+//     each Receive that wins at once, so consumers crowding the head
+//     claim disjoint messages, as SKIP LOCKED does on PostgreSQL. A
+//     consumer alone never loses, and receives oldest first; Pop always
+//     starts at the head, so each popper gets messages in queue order.
 //   - Ack, Release, Retry and Extend require the item to hold the bytes
 //     this process last wrote. Another process that took the message over
 //     counted an attempt, so the bytes differ: ErrLeaseLost. After a write

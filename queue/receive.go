@@ -57,8 +57,13 @@ type Message[T any] struct {
 // Caps.ClockSkew after it ended. The write requires each message to hold
 // what Receive read: if another process delivered one of them first,
 // Receive reads again, at once (after 100 such losses in a row it fails
-// with an error matching tipkv.ErrConflict). It takes at most as many
-// messages as one batch of the engine holds.
+// with an error matching tipkv.ErrConflict). A process that lost such a
+// race starts its next Receives at a random offset into the visible
+// messages, so that consumers crowding the head take disjoint messages
+// (see "Shared engines" in the package doc): with several consumers,
+// "oldest first" holds for each Receive's own messages, not across them.
+// Goroutines of one handle never race each other. It takes at most as
+// many messages as one batch of the engine holds.
 //
 // A message whose stored value does not decode also moves to the
 // dead-letter queue; Receive then returns the other messages together with

@@ -54,6 +54,14 @@ type sharedMem struct {
 	advancing bool            // an advanceHead is under way
 	held      map[int64]*held // leases this process holds, by sequence number
 	gaps      []span          // consumed runs above head, sorted, disjoint
+
+	// Deliveries side by side (shared_claims.go).
+	claimed map[int64]struct{} // items picked by deliveries in flight
+	gen     uint64             // numbers this process's writes to items
+	wrote   map[int64]uint64   // item -> number of its last write here, while a read older than it runs
+	log     []seqGen           // wrote's entries, oldest first
+	reads   map[uint64]int     // deliveries' reads in flight, by the number they began at
+	spread  int                // batches a delivery may start in; 0 or 1: at the head
 }
 
 // held is a lease this process holds on a message of a shared queue, as of

@@ -35,50 +35,67 @@ var errNothing = errors.New("queue: nothing to deliver")
 // first, with the dead ones (delivered maxAttempts times, or corrupt) that
 // come before them, which do not count. An item is deliverable when it is
 // not leased and its delay has ended, or its lease ended ClockSkew ago.
-// Items this process is writing about are passed over. For Peek
-// (maxAttempts 0 and peek set), corrupt items come back with bad set and
-// nothing is dead. The items picked fit in one batch of the engine's
-// limits (at least one is picked, fit or not).
-func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*picked, error) {
+// Items this process is writing about, or claimed by another delivery of
+// it, or wrote since the read began, are passed over (shared_claims.go).
+// A delivery (peek unset) first passes over skip deliverable items and
+// the dead ones among them, and falls back on the last of those if fewer
+// than limit follow; it claims what it picks, and the caller drops the
+// claims. For Peek (maxAttempts 0 and peek set), corrupt items come back
+// with bad set and nothing is dead. The items picked fit in one batch of
+// the engine's limits (at least one is picked, fit or not).
+func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip int) ([]*picked, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
+	since := c.beginRead()
+	defer c.endRead(since)
 	nowNS := now.UnixNano()
-	var out []*picked
+	var out, passed []*picked
 	n, ops, size := 0, 0, 0
-	err := c.scan(limit, func(seq int64, v []byte) (bool, error) {
-		if c.skipHeld(seq, v) {
+	// fits adds p's share of the batch, unless it would overflow it: the
+	// condition, the new value or the delete, and for a dead letter both.
+	fits := func(p *picked) bool {
+		if peek {
+			return true
+		}
+		keyLen := len(c.k.itemPrefix) + 8
+		needOps, needSize := 1, 2*(len(p.raw)+keyLen)+64
+		if p.dead {
+			needOps, needSize = 2, 2*len(p.raw)+3*keyLen+64
+		}
+		if len(out) > 0 && ((c.sm.maxOps > 0 && ops+needOps > c.sm.maxOps-2) || (c.sm.maxBytes > 0 && size+needSize > c.sm.maxBytes-batchSlack)) {
+			return false
+		}
+		ops, size = ops+needOps, size+needSize
+		return true
+	}
+	err := c.scan(limit+skip, func(seq int64, v []byte) (bool, error) {
+		if c.skipHeld(seq, v, since) {
 			return true, nil
 		}
-		h, leased, payload, err := parseItem(v)
+		h, leased, _, err := parseItem(v)
 		if err == nil && c.sm.visibleAt(h, leased) > nowNS {
 			return true, nil
 		}
-		p := &picked{seq: seq, lapsed: err == nil && leased}
+		// v is the scan's: what p keeps (header's headers, payload) must
+		// alias a copy of its own.
+		p := &picked{seq: seq, raw: bytes.Clone(v), lapsed: err == nil && leased}
 		if err != nil {
 			p.dead, p.bad = !peek, c.corrupt(seq, err)
 		} else {
-			p.hdr, p.payload = h, payload
+			p.hdr, _, p.payload, _ = parseItem(p.raw)
 			p.dead = maxAttempts > 0 && h.attempts >= maxAttempts
 		}
-		if !peek {
-			// What the delivery adds to its batch: the condition, the
-			// new value or the delete, and for a dead letter both.
-			keyLen := len(c.k.itemPrefix) + 8
-			needOps, needSize := 1, 2*(len(v)+keyLen)+64
-			if p.dead {
-				needOps, needSize = 2, 2*len(v)+3*keyLen+64
+		if skip > 0 {
+			// Another consumer's stretch: its dead letters are its own.
+			if !p.dead {
+				passed = append(passed, p)
+				skip--
 			}
-			if len(out) > 0 && ((c.sm.maxOps > 0 && ops+needOps > c.sm.maxOps-2) || (c.sm.maxBytes > 0 && size+needSize > c.sm.maxBytes-batchSlack)) {
-				return false, nil
-			}
-			ops, size = ops+needOps, size+needSize
+			return true, nil
 		}
-		// v is the scan's: what p keeps (header's headers, payload) must
-		// alias a copy of its own.
-		p.raw = bytes.Clone(v)
-		if p.payload != nil {
-			p.hdr, _, p.payload, _ = parseItem(p.raw)
+		if !fits(p) {
+			return false, nil
 		}
 		out = append(out, p)
 		if !p.dead {
@@ -86,15 +103,38 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool) ([]*pi
 		}
 		return n < limit, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if peek {
+		return out, nil
+	}
+	// Fewer than limit past the offset: take the last of those passed
+	// over, which come first.
+	var back []*picked
+	for i := len(passed) - 1; i >= 0 && n < limit && fits(passed[i]); i-- {
+		back = append(back, passed[i])
+		n++
+	}
+	if len(back) > 0 {
+		slices.Reverse(back)
+		out = append(back, out...)
+	}
+	return c.claimPicks(out, since), nil
 }
 
-// skipHeld reports whether the item at seq is one this process is writing
-// about now. Seeing the item, it settles a lease in doubt (see held.alt),
-// and forgets a lease whose item another process has changed since.
-func (c *core) skipHeld(seq int64, v []byte) bool {
+// skipHeld reports whether a read that began at since must pass over the
+// item at seq: this process is writing about it now, another delivery of
+// it claimed it, or it wrote the item after the read began (the read may
+// show the item as it was before). Seeing the item otherwise, it settles a
+// lease in doubt (see held.alt), and forgets a lease whose item another
+// process has changed since.
+func (c *core) skipHeld(seq int64, v []byte, since uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.staleLocked(seq, since) {
+		return true
+	}
 	h := c.sm.held[seq]
 	switch {
 	case h == nil:
@@ -155,13 +195,23 @@ func (c *core) writePicked(tx *link.Tx, ps []*picked, now, deadline time.Time, p
 
 // deliverShared is Receive (pop false) and Pop on a shared engine: pick,
 // then write the picks with their conditions; if another process
-// delivered one of them first, pick again at once.
+// delivered one of them first, pick again at once, further from the head
+// (see shared_claims.go).
 func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op string) ([]Message[T], error) {
 	c := q.c
 	var ps []*picked
 	var vals []T
 	var deadline time.Time
+	tries := 0
 	err := c.write(c.db, func(tx *link.Tx) error {
+		if tries++; tries > 1 {
+			// The last try's write failed a condition: nothing written.
+			c.dropClaims(ps, false)
+			ps = nil
+			if !pop {
+				c.raced(true)
+			}
+		}
 		now, err := c.now()
 		if err != nil {
 			return err
@@ -171,7 +221,13 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 				return err
 			}
 		}
-		if ps, err = c.pick(max, now, q.maxAttempts, false); err != nil {
+		skip := 0
+		if !pop {
+			// Pop keeps to the head: each popper's messages come in
+			// queue order.
+			skip = c.offset(max)
+		}
+		if ps, err = c.pick(max, now, q.maxAttempts, false, skip); err != nil {
 			return err
 		}
 		if len(ps) == 0 {
@@ -192,7 +248,13 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 		return nil, nil
 	}
 	if err != nil {
+		// Sent or not, the write may have landed only if it was sent:
+		// reads in flight pass over its items either way.
+		c.dropClaims(ps, true)
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
+	}
+	if tries == 1 && !pop {
+		c.raced(false)
 	}
 	var gone []int64
 	for _, p := range ps {
@@ -204,6 +266,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	out := make([]Message[T], 0, len(ps))
 	var bad []error
 	c.mu.Lock()
+	c.dropClaimsLocked(ps, true)
 	for i, p := range ps {
 		if p.lapsed {
 			c.leaseExpired(p.seq, p.hdr.attempts)
@@ -242,7 +305,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 // peekShared is Peek on a shared engine.
 func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 	c := q.c
-	ps, err := c.pick(max, now, 0, true)
+	ps, err := c.pick(max, now, 0, true, 0)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
 	}
@@ -276,7 +339,7 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 		ss := make([]int64, len(hs))
 		tx.OnCommit(func() {
 			c.m.acks.Add(uint64(len(hs)))
-			c.dropHeld(hs)
+			c.dropHeld(hs, ss)
 			c.consumedOwn(ss)
 		})
 		tx.OnAbort(func() { c.unclaim(hs) })
@@ -292,13 +355,15 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 	})
 }
 
-// dropHeld forgets leases whose messages were consumed or released.
-func (c *core) dropHeld(hs []*held) {
+// dropHeld forgets leases whose messages this process's commit consumed:
+// the items ss.
+func (c *core) dropHeld(hs []*held, ss []int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range hs {
 		c.forget(h)
 	}
+	c.wroteLocked(ss...)
 }
 
 // rewriteHeld writes the item of a lease this process holds, with the
@@ -324,6 +389,7 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				h.raw, h.deadline, h.busy = val, at, false
+				c.wroteLocked(h.seq)
 			})
 			tx.OnAbort(func() { c.unclaimExtend(h, val, at) })
 		} else {
@@ -331,6 +397,7 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 				c.mu.Lock()
 				defer c.mu.Unlock()
 				c.forget(h)
+				c.wroteLocked(h.seq)
 				c.notify() // visible now, or a new deadline for Waits here
 			})
 			tx.OnAbort(func() { c.unclaim(hs) })

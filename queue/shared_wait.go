@@ -145,6 +145,11 @@ func (c *core) nextVisible(now time.Time) (next int64, visible bool, err error) 
 	nowNS := now.UnixNano()
 	next = math.MaxInt64
 	err = c.scan(64, func(seq int64, v []byte) (bool, error) {
+		if c.claimed(seq) {
+			// A delivery of this process is taking it; if it fails, it
+			// wakes this Wait.
+			return true, nil
+		}
 		h, leased, _, err := parseItem(v)
 		if err != nil {
 			visible = true

@@ -9,7 +9,10 @@
 // server atomically with the writes.
 //
 // Each batch is one transaction sent as one pipeline (plan.go says how
-// each condition holds until the commit); each iterator reads one
+// each condition holds until the commit); writers of a hot document,
+// stream or queue that collided take its advisory lock before they read it
+// again, so they wait their turn instead of failing (engine.Locker,
+// lock.go); each iterator reads one
 // REPEATABLE READ view, paged with tight bounds (iter.go); changes are
 // pushed by LISTEN/NOTIFY for the key families in Config.NotifyFamilies
 // (by default the queue state alone, which a queue's Wait watches), and

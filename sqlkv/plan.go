@@ -66,11 +66,17 @@ type stmt struct {
 	sql  string
 	args []any
 	kind stmtKind
-	what string // the condition, for messages
+	what string   // the condition, for messages
+	keys [][]byte // the conditions' keys (kCond)
 }
 
 func (p *plan) add(kind stmtKind, what, sql string, args ...any) {
 	p.stmts = append(p.stmts, stmt{sql: sql, args: args, kind: kind, what: what})
+}
+
+// addCond adds the check of the conditions on keys.
+func (p *plan) addCond(keys [][]byte, what, sql string, args ...any) {
+	p.stmts = append(p.stmts, stmt{sql: sql, args: args, kind: kCond, what: what, keys: keys})
 }
 
 // guard is how a batch with a RangeEmpty condition keeps the range empty
@@ -244,9 +250,9 @@ func (s *Store) plan(ops []op, conds []engine.Cond) *plan {
 	switch len(los) {
 	case 0:
 	case 1:
-		p.add(kCond, fmt.Sprintf("range [%x, %x) is not empty", los[0], his[0]), s.q.rangeEmpty, los[0], his[0])
+		p.addCond(los, fmt.Sprintf("range [%x, %x) is not empty", los[0], his[0]), s.q.rangeEmpty, los[0], his[0])
 	default: // new documents in one Update: one statement, not one each
-		p.add(kCond, "a range required empty is not empty", s.q.rangesEmpty, los, his)
+		p.addCond(los, "a range required empty is not empty", s.q.rangesEmpty, los, his)
 	}
 	points := make([]engine.Cond, 0, len(conds))
 	for _, c := range conds {
@@ -262,14 +268,14 @@ func (s *Store) plan(ops []op, conds []engine.Cond) *plan {
 			if w {
 				q = s.q.presentLock
 			}
-			p.add(kCond, fmt.Sprintf("key %x is absent", c.Key), q, c.Key)
+			p.addCond([][]byte{c.Key}, fmt.Sprintf("key %x is absent", c.Key), q, c.Key)
 			continue
 		}
 		q := s.q.equals
 		if w {
 			q = s.q.equalsLock
 		}
-		p.add(kCond, fmt.Sprintf("key %x does not hold the value read", c.Key), q, c.Key, c.Value)
+		p.addCond([][]byte{c.Key}, fmt.Sprintf("key %x does not hold the value read", c.Key), q, c.Key, c.Value)
 	}
 
 	// Absent: fold into the first write that touches the key when it is a
@@ -300,9 +306,9 @@ func (s *Store) plan(ops []op, conds []engine.Cond) *plan {
 	switch len(holders) {
 	case 0:
 	case 1:
-		p.add(kCond, fmt.Sprintf("key %x is present", holders[0]), s.q.absent, holders[0])
+		p.addCond(holders[:1], fmt.Sprintf("key %x is present", holders[0]), s.q.absent, holders[0])
 	default:
-		p.add(kCond, "a key required absent is present", s.q.absentMany, holders)
+		p.addCond(holders, "a key required absent is present", s.q.absentMany, holders)
 	}
 
 	s.planWrites(p, ops, inserts)
@@ -328,7 +334,7 @@ func (s *Store) planWrites(p *plan, ops []op, inserts map[int]bool) {
 		o := ops[i]
 		switch {
 		case o.kind == opSet && inserts[i]:
-			p.add(kCond, fmt.Sprintf("key %x is present", o.k), s.q.insert, o.k, o.v)
+			p.addCond([][]byte{o.k}, fmt.Sprintf("key %x is present", o.k), s.q.insert, o.k, o.v)
 			i++
 		case o.kind == opSet:
 			j := i
@@ -434,7 +440,8 @@ func (s *Store) notifiedRange(lo, hi []byte) bool {
 // contract's errors:
 //
 //   - all results read, COMMIT's included: applied.
-//   - a condition's statement failed (22012, 23505): ErrConditionFailed.
+//   - a condition's statement failed (22012, 23505): ErrConditionFailed,
+//     as an *engine.ConditionError naming the conditions' keys.
 //   - 40001 (serialization failure), 40P01 (deadlock): ErrConditionFailed.
 //   - 40003 (CockroachDB: statement completion unknown): ErrUnknownOutcome.
 //   - any other error the server reports for a statement before COMMIT,
@@ -499,7 +506,7 @@ func classify(st stmt, err error) error {
 	case st.kind == kCommit && pe.Severity != "ERROR":
 		return fmt.Errorf("%w: sqlkv: COMMIT failed with %s %s: %s", engine.ErrUnknownOutcome, pe.Severity, pe.Code, pe.Message)
 	case st.kind == kCond && (pe.Code == "22012" || pe.Code == "23505"):
-		return fmt.Errorf("%w: %s", engine.ErrConditionFailed, st.what)
+		return &engine.ConditionError{Keys: st.keys, Msg: st.what}
 	}
 	return fmt.Errorf("sqlkv: apply (not applied): %w", err)
 }

@@ -62,6 +62,8 @@ type Store struct {
 	parkFor   time.Duration
 	ptimer    *time.Timer
 	pclosed   bool
+
+	plocks procLocks // writers' prefix locks queued in this process (lock.go)
 }
 
 var (

@@ -195,15 +195,10 @@ func write(w Writer, f func(*Tx) error, once bool) error {
 	if db.ReadOnly {
 		return errReadOnly
 	}
-	for attempt := 0; ; attempt++ {
-		err := db.try(f)
-		if once || err == nil || !errors.Is(err, engine.ErrConditionFailed) {
-			return err
-		}
-		if again, err := db.Retry(attempt, err); !again {
-			return err
-		}
+	if once {
+		return db.try(f)
 	}
+	return db.run(f)
 }
 
 var errReadOnly = fmt.Errorf("%w: update: the DB is read-only", engine.ErrInvalid)
@@ -215,13 +210,30 @@ func (db *DB) Update(fn func(*Tx) error) error {
 	if db.ReadOnly {
 		return errReadOnly
 	}
+	return db.run(fn)
+}
+
+// run runs f in a new Tx and commits it, and again after a failed
+// condition (Retry). On an engine that can lock (engine.Locker), a write
+// whose commit failed a condition on a key runs again holding the key's
+// lock (hot.go).
+func (db *DB) run(f func(*Tx) error) error {
+	lk, _ := db.Store.(engine.Locker)
+	var held lockSet
+	defer held.release()
 	for attempt := 0; ; attempt++ {
-		err := db.try(fn)
+		err := db.try(f)
 		if err == nil || !errors.Is(err, engine.ErrConditionFailed) {
 			return err
 		}
-		if again, err := db.Retry(attempt, err); !again {
-			return err
+		again, gave := db.Retry(attempt, err)
+		if !again {
+			return gave
+		}
+		if lk != nil {
+			if ps := conflictPrefixes(err); len(ps) > 0 && !db.lock(lk, &held, ps) {
+				lk = nil // the engine cannot lock: write as without
+			}
 		}
 	}
 }
@@ -250,6 +262,9 @@ func (db *DB) try(f func(*Tx) error) (err error) {
 // matches tipkv.ErrConflict.
 func (db *DB) Retry(attempt int, err error) (bool, error) {
 	if db.MaxRetries < 0 || attempt >= db.MaxRetries {
+		if on := conflictOn(err); on != "" {
+			return false, fmt.Errorf("%w: %s: gave up after %d attempts: %w", ErrConflict, on, attempt+1, err)
+		}
 		return false, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, attempt+1, err)
 	}
 	time.Sleep(backoff(attempt))
