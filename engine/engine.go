@@ -286,7 +286,9 @@ type Batch interface {
 	// Wait blocks until an Apply(true) is durable. After Apply(false), or
 	// on an engine that is durable when Apply returns, it returns at once.
 	Wait() error
-	// Close releases the batch.
+	// Close releases the batch. After an Apply(true) that was not waited
+	// for it waits for the sync first (an engine must not release what
+	// its commit still holds), without reporting its outcome: Wait does.
 	Close() error
 }
 

@@ -170,11 +170,18 @@ func (b *batch) Wait() (err error) {
 }
 
 // Close releases the batch, and the store if an Apply(true) was never
-// waited for, so that Close of the store cannot hang on it. The batch must
-// not be used after, not even closed again: it is recycled.
+// waited for, so that Close of the store cannot hang on it. An Apply(true)
+// not waited for is waited for first: Pebble's log writer still holds the
+// batch until its sync is done, and recycling it earlier is a data race
+// (the race detector found it). The batch must not be used after, not
+// even closed again: it is recycled.
 func (b *batch) Close() error {
 	if b.entered {
 		b.entered = false
+		func() {
+			defer b.s.f.recoverFatal(new(error))
+			_ = b.b.SyncWait() // the apply's outcome is Wait's to report
+		}()
 		b.s.exit()
 	}
 	err := b.b.Close()
