@@ -37,7 +37,7 @@ type core struct {
 	db    *tipkv.DB
 	ln    *link.DB // db's internals
 	store engine.Store
-	sh    *shared
+	dq    *dbQueues
 	// sm is non-nil on a shared engine (shared.go); then of the fields
 	// below only mu, closed, closedCh, changed and sleepers are used.
 	sm    *sharedMem
@@ -78,7 +78,7 @@ type core struct {
 	deadBusy map[int64]bool // dead letters being requeued or discarded
 
 	// last is the newest queue state applied to the store (or loaded from
-	// it). Only a Tx holding sh.stateMu changes it.
+	// it). Only a Tx holding dq.stateMu changes it.
 	last state
 	// enqueued counts the messages committed below the watermark since
 	// load, less those found missing; lastEnqueued is its value when last
@@ -159,7 +159,7 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 		return nil, err
 	}
 	reg, store, clock := &ln.Services, ln.Store, ln.Clock
-	sh := sharedOf(reg)
+	dq := dbQueuesOf(reg)
 	c := reg.Get(registryKey{name}, func() any {
 		var sm *sharedMem
 		if caps := store.Caps(); caps.Shared {
@@ -170,7 +170,7 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 			db:       db,
 			ln:       ln,
 			store:    store,
-			sh:       sh,
+			dq:       dq,
 			clock:    clock,
 			log:      ln.Logger,
 			name:     name,

@@ -53,7 +53,7 @@ func (c *core) waitShared(ctx context.Context) error {
 				return c.waitErr(ctx, err)
 			}
 		}
-		wake := c.sh.wakeCh()
+		wake := c.dq.wakeCh()
 		local, err := c.changedCh()
 		if err != nil {
 			return c.waitErr(ctx, err)

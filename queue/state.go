@@ -7,9 +7,11 @@ import (
 	"github.com/tipkv/tipkv/internal/link"
 )
 
-// shared is what every queue of one DB shares; it lives in the DB's
-// link.Registry.
-type shared struct {
+// dbQueues is what every queue of one DB has in common (the order of
+// queue-state writes, the wake-up of waiters); it lives in the DB's
+// link.Registry. (It is not the shared-engine mode: "shared" in this
+// package means only that, Caps.Shared, as in shared_*.go.)
+type dbQueues struct {
 	// stateMu orders the writes of queue-state keys. A Tx that writes one
 	// takes stateMu in its OnPrepare hook, computes the values there, and
 	// holds it until its batch is applied (or will not be): state values
@@ -25,30 +27,30 @@ type shared struct {
 	wake chan struct{} // closed and replaced by Wake
 }
 
-func sharedOf(reg *link.Registry) *shared {
-	return reg.Get(sharedKey{}, func() any { return &shared{wake: make(chan struct{})} }).(*shared)
+func dbQueuesOf(reg *link.Registry) *dbQueues {
+	return reg.Get(dbQueuesKey{}, func() any { return &dbQueues{wake: make(chan struct{})} }).(*dbQueues)
 }
 
 // wakeCh returns the channel that the next Wake closes.
-func (sh *shared) wakeCh() <-chan struct{} {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.wake
+func (dq *dbQueues) wakeCh() <-chan struct{} {
+	dq.mu.Lock()
+	defer dq.mu.Unlock()
+	return dq.wake
 }
 
-type sharedKey struct{}
+type dbQueuesKey struct{}
 
 // txState is the queue-state writes of one Tx, in the Tx's State under
 // txStateKey. It is recycled (txStates) once its Tx is applied or aborted,
 // with its hooks bound to it once, so that a write that carries a state
 // allocates nothing for it.
 type txState struct {
-	sh     *shared // nil until the hooks are registered
+	dq     *dbQueues // nil until the hooks are registered
 	tx     *link.Tx
 	writes []stateWrite // one per queue, in order of first use
 	one    [1]stateWrite
 	buf    [1 + 4*binary.MaxVarintLen64]byte
-	locked bool // sh.stateMu is held
+	locked bool // dq.stateMu is held
 
 	// The hooks, bound once when the txState is made.
 	prepareFn func() error
@@ -87,8 +89,8 @@ type stateWrite struct {
 func (c *core) writeState(tx *link.Tx, es []*entry) {
 	// (Allocations matter here: an Ack of one message runs this.)
 	ts := tx.State(txStateKey{}, newTxState).(*txState)
-	if ts.sh == nil {
-		ts.sh, ts.tx, ts.writes = c.sh, tx, ts.one[:0]
+	if ts.dq == nil {
+		ts.dq, ts.tx, ts.writes = c.dq, tx, ts.one[:0]
 		tx.OnPrepare(ts.prepareFn)
 		tx.OnApplied(ts.appliedFn)
 		tx.OnAbort(ts.abortFn)
@@ -105,7 +107,7 @@ func (c *core) writeState(tx *link.Tx, es []*entry) {
 // prepare takes the state lock and adds the state values to the batch.
 // If it fails, the Tx aborts and aborted runs.
 func (ts *txState) prepare() error {
-	ts.sh.stateMu.Lock()
+	ts.dq.stateMu.Lock()
 	ts.locked = true
 	for i := range ts.writes {
 		w := &ts.writes[i]
@@ -139,7 +141,7 @@ func (ts *txState) aborted() {
 func (ts *txState) unlock() {
 	if ts.locked {
 		ts.locked = false
-		ts.sh.stateMu.Unlock()
+		ts.dq.stateMu.Unlock()
 	}
 }
 
@@ -151,7 +153,7 @@ func (ts *txState) recycle() {
 		ts.writes = nil
 	}
 	clear(ts.writes[:cap(ts.writes)])
-	ts.sh, ts.tx, ts.writes = nil, nil, ts.writes[:0]
+	ts.dq, ts.tx, ts.writes = nil, nil, ts.writes[:0]
 	txStates.Put(ts)
 }
 

@@ -52,7 +52,7 @@ func (q *Queue[T]) Wait(ctx context.Context) error {
 	var sleep time.Duration // what it was set to
 	fired := false
 	for {
-		wake := c.sh.wakeCh()
+		wake := c.dq.wakeCh()
 		ch, left, now, err := c.visible()
 		if err != nil || ch == nil {
 			if err != nil {
@@ -116,11 +116,11 @@ func Wake(db *tipkv.DB) {
 	if err != nil {
 		return
 	}
-	sh := sharedOf(&ln.Services)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	close(sh.wake)
-	sh.wake = make(chan struct{})
+	dq := dbQueuesOf(&ln.Services)
+	dq.mu.Lock()
+	defer dq.mu.Unlock()
+	close(dq.wake)
+	dq.wake = make(chan struct{})
 }
 
 // visible returns a nil channel when a message is visible now. Otherwise
