@@ -29,6 +29,7 @@ func documentCases() []testCase {
 		documentFilterCases(),
 		documentConcurrencyCases(),
 		documentSharedCases(),
+		documentTimeCases(),
 		watchCases(),
 	)
 }

@@ -32,6 +32,7 @@ type Tx struct {
 	state     []stateEntry
 	stateMap  map[any]any // the state, once it has more than maxStateList keys
 	running   atomic.Bool
+	now       int64 // the clock reading of Now, Unix ns; 0 until then
 	// ended is set once the OnCommit or OnAbort hooks have all run: nothing
 	// of the Tx's outcome is pending, so Release may recycle it.
 	ended bool
@@ -67,7 +68,7 @@ func (t *Tx) Release() {
 	if !t.ended {
 		return
 	}
-	t.Batch, t.DB, t.ended = nil, nil, false
+	t.Batch, t.DB, t.ended, t.now = nil, nil, false, 0
 	t.running.Store(false)
 	t.prepare = reuse(t.prepare)
 	t.applied = reuse(t.applied)
@@ -85,6 +86,19 @@ func reuse[E any](s []E) []E {
 	}
 	clear(s)
 	return s[:0]
+}
+
+// Now returns the Tx's commit time, Unix nanoseconds (at least 1): the
+// DB's clock read at the Tx's first call, so that every version, event
+// and message one Update writes carries the same base time. A write whose
+// record must be newer than its predecessor's takes the greater of this
+// and the predecessor's time plus 1 ns. An Update that runs again (a
+// failed condition on a shared engine) gets a new Tx, so a new reading.
+func (t *Tx) Now() int64 {
+	if t.now == 0 {
+		t.now = max(t.DB.Clock().UnixNano(), 1)
+	}
+	return t.now
 }
 
 // SetRunning marks whether the caller's Update function is running on this
