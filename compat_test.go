@@ -52,6 +52,7 @@ type compatVersion struct {
 	Value   string         `json:"value"`
 	Decoded map[string]any `json:"decoded,omitempty"`
 	Expires string         `json:"expires,omitempty"`
+	Time    string         `json:"time,omitempty"` // the commit time; none before format 4
 }
 
 type compatStream struct {
@@ -201,11 +202,12 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 			var got []compatVersion
 			for v, err := range raw.History(d.ID, tipkv.Query{}) {
 				require.NoError(t, err, where)
-				got = append(got, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: hex.EncodeToString(v.Value)})
+				got = append(got, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: hex.EncodeToString(v.Value), Time: timeText(v.Time)})
+				require.Equal(t, v.Time.IsZero(), v.Untimed(), where)
 			}
 			var want []compatVersion
 			for _, v := range d.History {
-				want = append(want, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: v.Value})
+				want = append(want, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: v.Value, Time: v.Time})
 			}
 			require.Equal(t, want, got, "%s: history", where)
 			switch c.Codec {
@@ -281,6 +283,14 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 			}
 		}
 	}
+}
+
+// timeText renders a commit time as the manifests do: "" for none.
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 func stripDecoded(ms []compatMessage) []compatMessage {
