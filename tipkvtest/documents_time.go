@@ -1,6 +1,8 @@
 package tipkvtest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ func documentTimeCases() []testCase {
 		{"CommitTimeOncePerUpdate", checked(testCommitTimeOncePerUpdate)},
 		{"CommitTimesSkewedClocks", checked(testCommitTimesSkewedClocks)},
 		{"CommitTimesAfterPurgeElsewhere", checked(testCommitTimesAfterPurgeElsewhere)},
+		{"TimeModel", checked(testTimeModel)},
 	}
 }
 
@@ -216,4 +219,172 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		require.NoError(t, a.Delete(dbA, "y"))
 		requireTimesIncrease(t, drain(t, a.History("y", tipkv.Query{})))
 	}
+}
+
+// timedVersion is one version in the time model.
+type timedVersion struct {
+	v       int64
+	at      time.Time
+	deleted bool
+	expires time.Time // zero: none
+	value   string
+}
+
+// A model test of the reads by time: random Put, PutIf, Delete, Prune,
+// Purge and writes with a time to live over a few documents, under a
+// clock that steps backwards too; then, for thousands of random times,
+// AsOfTime and HistoryBetween answer what an in-memory model of every
+// version's time says: the version, ErrNotFound, or ErrPruned with the
+// oldest time still answerable.
+func testTimeModel(t *testing.T, b backend) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 26))
+	clock := &feedClock{now: t0}
+	db := b.Open(t, clockOpts(clock))
+	users := people(t, db)
+	short, err := versioned.NewCollection[person](db, "users", &versioned.Options[person]{TTL: time.Minute, PurgeInterval: -1})
+	require.NoError(t, err)
+	ids := []string{"a", "b", "c", "d"}
+	model := map[string][]timedVersion{} // kept versions, oldest first
+	last := func(id string) (timedVersion, bool) {
+		vs := model[id]
+		if len(vs) == 0 {
+			return timedVersion{}, false
+		}
+		return vs[len(vs)-1], true
+	}
+	next := func(id string, base time.Time) (int64, time.Time) {
+		l, ok := last(id)
+		if !ok {
+			return 1, base
+		}
+		if !l.at.Before(base) {
+			base = l.at.Add(1)
+		}
+		return l.v + 1, base
+	}
+	steps := b.N(600)
+	var lo, hi time.Time = t0, t0
+	for i := range steps {
+		clock.Set(clock.Now().Add(time.Duration(rng.IntN(40)-10) * time.Second)) // a quarter of the steps go back
+		now := clock.Now()
+		lo, hi = minTime(lo, now), maxTime(hi, now)
+		id := ids[rng.IntN(len(ids))]
+		name := fmt.Sprintf("w%d", i)
+		switch r := rng.IntN(20); {
+		case r < 9:
+			c, exp := users, time.Time{}
+			if r < 2 {
+				c, exp = short, now.Add(time.Minute)
+			}
+			v, err := c.Put(db, id, person{Name: name})
+			require.NoError(t, err)
+			want, at := next(id, now)
+			require.Equal(t, want, v)
+			model[id] = append(model[id], timedVersion{v: v, at: at, expires: exp, value: name})
+		case r < 12:
+			l, _ := last(id)
+			_, err := users.PutIf(db, id, person{Name: name}, l.v)
+			require.NoError(t, err)
+			v, at := next(id, now)
+			model[id] = append(model[id], timedVersion{v: v, at: at, value: name})
+		case r < 15:
+			require.NoError(t, users.Delete(db, id))
+			if l, ok := last(id); ok && !l.deleted {
+				v, at := next(id, now)
+				model[id] = append(model[id], timedVersion{v: v, at: at, deleted: true})
+			}
+		case r < 19:
+			keep := 1 + rng.IntN(4)
+			_, err := users.Prune(db, id, keep)
+			require.NoError(t, err)
+			if n := len(model[id]); n > keep {
+				model[id] = model[id][n-keep:]
+			}
+		default:
+			_, err := users.Purge(db, id)
+			require.NoError(t, err)
+			delete(model, id)
+		}
+	}
+	clock.Set(hi.Add(30 * time.Second)) // some versions with a time to live have expired
+	now := clock.Now()
+	live := func(tv timedVersion) bool { return !tv.deleted && (tv.expires.IsZero() || now.Before(tv.expires)) }
+	for range b.N(3000) {
+		id := ids[rng.IntN(len(ids))]
+		at := lo.Add(time.Duration(rng.Int64N(int64(hi.Sub(lo)+2*time.Minute))) - time.Minute)
+		if rng.IntN(10) == 0 {
+			if vs := model[id]; len(vs) > 0 { // exactly at a version's time
+				at = vs[rng.IntN(len(vs))].at
+			}
+		}
+		vs := model[id]
+		d, err := users.AsOfTime(id, at)
+		where := fmt.Sprintf("AsOfTime(%q, %v)", id, at)
+		var pe *tipkv.PrunedError
+		switch {
+		case len(vs) == 0:
+			require.ErrorIs(t, err, tipkv.ErrNotFound, where)
+		case vs[0].at.After(at) && vs[0].v > 1:
+			require.ErrorIs(t, err, tipkv.ErrPruned, where)
+			require.ErrorAs(t, err, &pe, where)
+			require.True(t, vs[0].at.Equal(pe.Oldest), "%s: oldest %v, want %v", where, pe.Oldest, vs[0].at)
+		case vs[0].at.After(at):
+			require.ErrorIs(t, err, tipkv.ErrNotFound, where)
+		default:
+			k := len(vs) - 1
+			for vs[k].at.After(at) {
+				k--
+			}
+			if !live(vs[k]) {
+				require.ErrorIs(t, err, tipkv.ErrNotFound, "%s: version %d", where, vs[k].v)
+				break
+			}
+			require.NoError(t, err, where)
+			require.Equal(t, vs[k].v, d.Version, where)
+			require.Equal(t, vs[k].value, d.Value.Name, where)
+			require.True(t, vs[k].at.Equal(d.Time), where)
+		}
+
+		// Between at and a later time: every kept, unexpired version in it.
+		to := at.Add(time.Duration(rng.Int64N(int64(2 * time.Minute))))
+		var got []int64
+		var gotErr error
+		for d, err := range users.HistoryBetween(id, at, to, tipkv.Query{}) {
+			if err != nil {
+				gotErr = err
+				break
+			}
+			got = append(got, d.Version)
+		}
+		where = fmt.Sprintf("HistoryBetween(%q, %v, %v)", id, at, to)
+		if len(vs) > 0 && vs[0].at.After(at) && vs[0].v > 1 {
+			require.ErrorIs(t, gotErr, tipkv.ErrPruned, where)
+			continue
+		}
+		require.NoError(t, gotErr, where)
+		var want []int64
+		for k := len(vs) - 1; k >= 0; k-- {
+			tv := vs[k]
+			if !tv.at.Before(at) && !tv.at.After(to) && (tv.deleted || live(tv)) {
+				want = append(want, tv.v)
+			}
+		}
+		require.Equal(t, want, got, where)
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
