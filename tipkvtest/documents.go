@@ -30,6 +30,7 @@ func documentCases() []testCase {
 		documentConcurrencyCases(),
 		documentSharedCases(),
 		documentTimeCases(),
+		documentMetadataCases(),
 		watchCases(),
 	)
 }

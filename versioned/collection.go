@@ -252,9 +252,11 @@ type putOp[T any] struct {
 	buf      []byte // prefix | desc(v) | value
 	n        int    // length of the prefix
 	id       string
-	expected int64 // -1: unconditional
-	expires  int64 // the version's expiry (Unix ns), 0 for none
-	v        int64 // the version written
+	expected int64  // -1: unconditional
+	expires  int64  // the version's expiry (Unix ns), 0 for none
+	docAt    int    // where the encoded document starts in buf
+	mbuf     []byte // the value again, with the Tx's metadata
+	v        int64  // the version written
 	run      func(*link.Tx) error
 }
 
@@ -268,7 +270,7 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 		op.run = op.write
 	}
 	defer func() {
-		if cap(op.buf) <= 64<<10 {
+		if cap(op.buf) <= 64<<10 && cap(op.mbuf) <= 64<<10 {
 			op.id = ""
 			c.puts.Put(op)
 		}
@@ -284,6 +286,7 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 	// known. The header says where the document starts, so an encoding
 	// that starts with C1 needs no escape.
 	op.buf = docfmt.AppendVersion(op.buf, 1, false, op.expires, nil)
+	op.docAt = len(op.buf)
 	var err error
 	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
@@ -318,7 +321,10 @@ func (op *putOp[T]) write(tx *link.Tx) error {
 	v := latest + 1
 	codec.AppendDesc(prefix, v) // in place, in the room left for it
 	key := op.buf[:op.n+codec.NumberSize]
-	val := op.buf[len(key):]
+	val, err := op.value(tx)
+	if err != nil {
+		return err
+	}
 	t := d.commitTime(tx)
 	docfmt.SetTime(val, t)
 	if err := tx.Batch.Set(key, val); err != nil {
@@ -330,6 +336,21 @@ func (op *putOp[T]) write(tx *link.Tx) error {
 	d.latest, d.deleted, d.expires, d.ltime, op.v = v, false, op.expires, t, v
 	e.written++
 	return c.retain(tx, e, prefix, op.id)
+}
+
+// value returns the stored value of the version op writes in tx: the one
+// put built, or, when the write carries metadata (tipkv.WithMetadata,
+// Batch.SetMetadata), the same with the metadata in its header.
+func (op *putOp[T]) value(tx *link.Tx) ([]byte, error) {
+	meta := tx.Meta()
+	if meta == nil {
+		return op.buf[op.n+codec.NumberSize:], nil
+	}
+	op.mbuf = append(docfmt.AppendVersion(op.mbuf[:0], 1, false, op.expires, meta), op.buf[op.docAt:]...)
+	if err := checkValue(op.mbuf); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.c.where(op.id), err)
+	}
+	return op.mbuf, nil
 }
 
 // commitTime returns the commit time of the version a Tx writes after the
@@ -409,7 +430,10 @@ func (op *putOp[T]) writeShared(tx *link.Tx, e *docEntry) error {
 	v := latest + 1
 	codec.AppendDesc(prefix, v)
 	key := op.buf[:op.n+codec.NumberSize]
-	val := op.buf[len(key):]
+	val, err := op.value(tx)
+	if err != nil {
+		return err
+	}
 	t := d.commitTime(tx)
 	docfmt.SetTime(val, t)
 	if err := tx.Batch.Set(key, val); err != nil {
@@ -494,7 +518,7 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		}
 		v := latest + 1
 		t := d.commitTime(tx)
-		marker := docfmt.AppendVersion(nil, t, true, 0, nil)
+		marker := docfmt.AppendVersion(nil, t, true, 0, tx.Meta())
 		if err := tx.Batch.Set(numberKey(prefix, v), marker); err != nil {
 			return err
 		}

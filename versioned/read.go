@@ -12,6 +12,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // Doc is one version of a document, as a read returns it. Value is decoded
@@ -33,7 +34,28 @@ type Doc[T any] struct {
 
 	coll string
 	kind byte
+	meta []byte // the encoded metadata, nil for none
 }
+
+// Metadata returns the metadata the version was written with
+// (tipkv.WithMetadata, tipkv.Batch.SetMetadata): the zero Metadata when it
+// has none. It is decoded now, not by the read that returned d, so reads
+// that do not ask pay nothing for it. Metadata that does not decode is
+// ErrCorrupt.
+func (d Doc[T]) Metadata() (tipkv.Metadata, error) {
+	if d.meta == nil {
+		return tipkv.Metadata{}, nil
+	}
+	m, err := docfmt.ParseMeta(d.meta)
+	if err != nil {
+		return tipkv.Metadata{}, fmt.Errorf("%w: collection %q, id %q, version %d: %w", tipkv.ErrCorrupt, d.coll, d.ID, d.Version, err)
+	}
+	return tipkv.Metadata(m), nil
+}
+
+// HasMetadata reports whether the version was written with metadata,
+// without decoding it.
+func (d Doc[T]) HasMetadata() bool { return d.meta != nil }
 
 // Cursor returns the position just after d in the read that returned it,
 // for Query.After: a History cursor (older versions of d.ID) for History,
@@ -70,8 +92,12 @@ func timeOf(ns int64) time.Time {
 // caller clears a scratch it keeps.
 func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
 	ver := c.fm.Parse(raw)
+	var meta []byte
+	if ver.Meta != nil {
+		meta = bytes.Clone(ver.Meta) // raw lives as long as the read's iterator or buffer
+	}
 	if ver.Deleted {
-		return Doc[T]{ID: id, Version: v, Deleted: true, Time: timeOf(ver.Time), coll: c.name, kind: kind}, nil
+		return Doc[T]{ID: id, Version: v, Deleted: true, Time: timeOf(ver.Time), coll: c.name, kind: kind, meta: meta}, nil
 	}
 	var zero T
 	*scratch = zero
@@ -83,7 +109,7 @@ func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *
 		}
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
-	return Doc[T]{ID: id, Version: v, Value: val, Time: timeOf(ver.Time), coll: c.name, kind: kind}, nil
+	return Doc[T]{ID: id, Version: v, Value: val, Time: timeOf(ver.Time), coll: c.name, kind: kind, meta: meta}, nil
 }
 
 // expired reports whether raw, a stored version value, has expired by the

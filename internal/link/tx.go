@@ -33,6 +33,9 @@ type Tx struct {
 	stateMap  map[any]any // the state, once it has more than maxStateList keys
 	running   atomic.Bool
 	now       int64 // the clock reading of Now, Unix ns; 0 until then
+	// The encoded metadata (docfmt.AppendMeta) of the Update (SetMeta)
+	// and of the write running now (a WithMeta writer); nil for none.
+	batchMeta, writeMeta []byte
 	// ended is set once the OnCommit or OnAbort hooks have all run: nothing
 	// of the Tx's outcome is pending, so Release may recycle it.
 	ended bool
@@ -69,6 +72,7 @@ func (t *Tx) Release() {
 		return
 	}
 	t.Batch, t.DB, t.ended, t.now = nil, nil, false, 0
+	t.batchMeta, t.writeMeta = nil, nil
 	t.running.Store(false)
 	t.prepare = reuse(t.prepare)
 	t.applied = reuse(t.applied)
@@ -100,6 +104,20 @@ func (t *Tx) Now() int64 {
 	}
 	return t.now
 }
+
+// Meta returns the encoded metadata of the write running on t: its own
+// (tipkv.WithMetadata) or else the Update's (Batch.SetMetadata); nil for
+// none. Packages store it with every version, event or message the write
+// makes.
+func (t *Tx) Meta() []byte {
+	if t.writeMeta != nil {
+		return t.writeMeta
+	}
+	return t.batchMeta
+}
+
+// SetMeta sets the Update's metadata (Batch.SetMetadata).
+func (t *Tx) SetMeta(meta []byte) { t.batchMeta = meta }
 
 // SetRunning marks whether the caller's Update function is running on this
 // Tx (set by the root package only).
