@@ -235,7 +235,8 @@ type timedVersion struct {
 // clock that steps backwards too; then, for thousands of random times,
 // AsOfTime and HistoryBetween answer what an in-memory model of every
 // version's time says: the version, ErrNotFound, or ErrPruned with the
-// oldest time still answerable.
+// oldest time still answerable; and LatestAllAsOf and ChangedBetween
+// answer what the model says of the whole collection.
 func testTimeModel(t *testing.T, b backend) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -311,6 +312,7 @@ func testTimeModel(t *testing.T, b backend) {
 	clock.Set(hi.Add(30 * time.Second)) // some versions with a time to live have expired
 	now := clock.Now()
 	live := func(tv timedVersion) bool { return !tv.deleted && (tv.expires.IsZero() || now.Before(tv.expires)) }
+	checkCollectionAt(t, rng, users, ids, model, lo, hi, live)
 	for range b.N(3000) {
 		id := ids[rng.IntN(len(ids))]
 		at := lo.Add(time.Duration(rng.Int64N(int64(hi.Sub(lo)+2*time.Minute))) - time.Minute)
@@ -373,6 +375,87 @@ func testTimeModel(t *testing.T, b backend) {
 		}
 		require.Equal(t, want, got, where)
 	}
+}
+
+// modelAt returns, by the model, the version of vs latest at at (0:
+// none) and whether retention dropped it.
+func modelAt(vs []timedVersion, at time.Time) (tv timedVersion, prunedAt bool) {
+	if len(vs) == 0 || vs[0].at.After(at) {
+		return timedVersion{}, len(vs) > 0 && vs[0].v > 1
+	}
+	k := len(vs) - 1
+	for vs[k].at.After(at) {
+		k--
+	}
+	return vs[k], false
+}
+
+// checkCollectionAt compares LatestAllAsOf and ChangedBetween with the
+// model at a few random times.
+func checkCollectionAt(t *testing.T, rng *rand.Rand, users *versioned.Collection[person], ids []string, model map[string][]timedVersion, lo, hi time.Time, live func(timedVersion) bool) {
+	t.Helper()
+	random := func() time.Time {
+		return lo.Add(time.Duration(rng.Int64N(int64(hi.Sub(lo)+2*time.Minute))) - time.Minute)
+	}
+	for range 60 {
+		at := random()
+		var want []string
+		wantPruned := false
+		for _, id := range ids {
+			tv, pr := modelAt(model[id], at)
+			wantPruned = wantPruned || pr
+			if tv.v != 0 && live(tv) {
+				want = append(want, fmt.Sprintf("%s@%d", id, tv.v))
+			}
+		}
+		var got []string
+		var gotErr error
+		for d, err := range users.LatestAllAsOf(at, tipkv.Query{}) {
+			if err != nil {
+				gotErr = err
+				break
+			}
+			got = append(got, fmt.Sprintf("%s@%d", d.ID, d.Version))
+		}
+		if wantPruned {
+			require.ErrorIs(t, gotErr, tipkv.ErrPruned, "LatestAllAsOf(%v)", at)
+		} else {
+			require.NoError(t, gotErr, "LatestAllAsOf(%v)", at)
+			require.Equal(t, want, got, "LatestAllAsOf(%v)", at)
+		}
+
+		to := at.Add(time.Duration(1 + rng.Int64N(int64(3*time.Minute))))
+		want, got, gotErr, wantPruned = nil, nil, nil, false
+		for _, id := range ids {
+			b, pr := modelAt(model[id], at)
+			a, _ := modelAt(model[id], to)
+			wantPruned = wantPruned || pr
+			if b.v != a.v {
+				want = append(want, fmt.Sprintf("%s %d>%d", id, liveV(b, live), liveV(a, live)))
+			}
+		}
+		for ch, err := range users.ChangedBetween(at, to, tipkv.Query{}) {
+			if err != nil {
+				gotErr = err
+				break
+			}
+			got = append(got, fmt.Sprintf("%s %d>%d", ch.ID, ch.Before.Version, ch.After.Version))
+		}
+		if wantPruned {
+			require.ErrorIs(t, gotErr, tipkv.ErrPruned, "ChangedBetween(%v, %v)", at, to)
+		} else {
+			require.NoError(t, gotErr, "ChangedBetween(%v, %v)", at, to)
+			require.Equal(t, want, got, "ChangedBetween(%v, %v)", at, to)
+		}
+	}
+}
+
+// liveV is tv's version when it is live, else 0.
+func liveV(tv timedVersion, live func(timedVersion) bool) int64 {
+	if tv.v == 0 || !live(tv) {
+		return 0
+	}
+	return tv.v
 }
 
 func minTime(a, b time.Time) time.Time {
