@@ -31,6 +31,7 @@ func documentCases() []testCase {
 		documentSharedCases(),
 		documentTimeCases(),
 		documentMetadataCases(),
+		documentRepairCases(),
 		watchCases(),
 	)
 }

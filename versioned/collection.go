@@ -489,11 +489,35 @@ func (c *Collection[T]) lock(tx *link.Tx, prefix []byte, id string) (*docEntry, 
 // marker, or the decision to write none, is checked at commit as Put's
 // version is.
 func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
+	_, err := c.del(w, id, -1)
+	return err
+}
+
+// DeleteIf is Delete on the condition that the document's latest version
+// is expected (at least 1), and returns the delete marker's version:
+// ErrConflict when the latest is another version, or when there is none
+// (never written, or purged). When the latest is expected and already a
+// delete marker, nothing is written and expected is returned. Inside an
+// Update the condition counts the Update's own earlier writes. On a
+// shared engine DeleteIf reads the document's latest version in its Tx,
+// so its ErrConflict is the store's answer.
+func (c *Collection[T]) DeleteIf(w tipkv.Writer, id string, expected int64) (int64, error) {
+	if expected < 1 {
+		return 0, fmt.Errorf("%w: %s: DeleteIf expected version %d", tipkv.ErrInvalid, c.where(id), expected)
+	}
+	return c.del(w, id, expected)
+}
+
+// del writes a delete marker after the latest version of id, when it is
+// expected (-1: any) and live, and returns the latest version after it
+// (0: the document has none).
+func (c *Collection[T]) del(w tipkv.Writer, id string, expected int64) (int64, error) {
 	if err := checkID(c.name, id); err != nil {
-		return err
+		return 0, err
 	}
 	prefix := c.docPrefix(nil, id)
-	return link.Write(w, func(tx *link.Tx) error {
+	var marked int64
+	err := link.Write(w, func(tx *link.Tx) error {
 		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
@@ -501,7 +525,13 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		d := &e.tx
 		var latest int64
 		if c.shared {
-			if latest, err = d.latestShared(c.store, prefix); err == nil && !d.deleted {
+			if expected > 0 && !d.sh.fresh && !d.sh.guarded {
+				err = d.readLatest(c.store, prefix) // a conflict must be the store's answer
+			}
+			if err == nil {
+				latest, err = d.latestShared(c.store, prefix)
+			}
+			if err == nil && !d.deleted {
 				err = d.knowLatestValue(c.store, tx.Batch, prefix)
 			}
 			if err == nil {
@@ -513,6 +543,10 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		} else if latest, err = d.latestOf(c.store, prefix); err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
+		if expected > 0 && latest != expected {
+			return fmt.Errorf("%w: %s: latest version is %d, expected %d", tipkv.ErrConflict, c.where(id), latest, expected)
+		}
+		marked = latest
 		if latest == 0 || d.deleted {
 			return nil
 		}
@@ -526,9 +560,14 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		if c.shared {
 			d.lval = marker
 		}
+		marked = v
 		e.written++
 		return c.retain(tx, e, prefix, id)
 	})
+	if err != nil {
+		return 0, err
+	}
+	return marked, nil
 }
 
 // Purge drops every version of the document id, delete marker included,
