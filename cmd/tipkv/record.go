@@ -80,6 +80,17 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 		r.header = object{{"head", st.head}, {"tail", st.tail}}
 	case codec.FamilyVersions:
 		r.msgpack = true
+		ver := fm.Parse(v)
+		if ver.Time != 0 {
+			r.header = append(r.header, field{"time", unixTime(ver.Time)})
+		}
+		if ver.Meta != nil {
+			r.header = append(r.header, field{"meta", metaObject(ver.Meta)})
+		}
+		if ver.Deleted && len(v) > 1 {
+			r.header = append(r.header, field{"deleted", true})
+			return r
+		}
 		r.value = decodeDoc(v, fm)
 	default: // feed
 		r.msgpack = true
