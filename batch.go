@@ -9,7 +9,8 @@ import (
 // Writer is where a write goes: a *DB commits it alone, at once; a *Batch
 // joins it to the batch's Update. Every mutator in tipkv's packages takes
 // a Writer, so one function can write alone or inside a larger Update.
-// Only *DB and *Batch implement Writer.
+// Only *DB and *Batch implement Writer, and the Writer WithMetadata wraps
+// around either.
 type Writer interface {
 	linkWriter
 }

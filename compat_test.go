@@ -47,11 +47,13 @@ type compatColl struct {
 }
 
 type compatVersion struct {
-	Version int64          `json:"version"`
-	Deleted bool           `json:"deleted,omitempty"`
-	Value   string         `json:"value"`
-	Decoded map[string]any `json:"decoded,omitempty"`
-	Expires string         `json:"expires,omitempty"`
+	Version int64           `json:"version"`
+	Deleted bool            `json:"deleted,omitempty"`
+	Value   string          `json:"value"`
+	Decoded map[string]any  `json:"decoded,omitempty"`
+	Expires string          `json:"expires,omitempty"`
+	Time    string          `json:"time,omitempty"` // the commit time; none before format 4
+	Meta    *tipkv.Metadata `json:"meta,omitempty"` // the metadata; none before format 4
 }
 
 type compatStream struct {
@@ -201,11 +203,18 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 			var got []compatVersion
 			for v, err := range raw.History(d.ID, tipkv.Query{}) {
 				require.NoError(t, err, where)
-				got = append(got, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: hex.EncodeToString(v.Value)})
+				cv := compatVersion{Version: v.Version, Deleted: v.Deleted, Value: hex.EncodeToString(v.Value), Time: timeText(v.Time)}
+				if v.HasMetadata() {
+					m, err := v.Metadata()
+					require.NoError(t, err, where)
+					cv.Meta = &m
+				}
+				got = append(got, cv)
+				require.Equal(t, v.Time.IsZero(), v.Untimed(), where)
 			}
 			var want []compatVersion
 			for _, v := range d.History {
-				want = append(want, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: v.Value})
+				want = append(want, compatVersion{Version: v.Version, Deleted: v.Deleted, Value: v.Value, Time: v.Time, Meta: v.Meta})
 			}
 			require.Equal(t, want, got, "%s: history", where)
 			switch c.Codec {
@@ -281,6 +290,14 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 			}
 		}
 	}
+}
+
+// timeText renders a commit time as the manifests do: "" for none.
+func timeText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
 }
 
 func stripDecoded(ms []compatMessage) []compatMessage {

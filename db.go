@@ -26,8 +26,13 @@ import (
 // tipkv would read as values that do not decode. Stores of format 1 and 2
 // are upgraded in place: their document values that start with C1 (which
 // they stored as documents) are escaped, so that every value reads as it
-// did (see the package doc, Stability).
-const FormatVersion = 3
+// did (see the package doc, Stability). Format 4 adds the version header:
+// every document version written from then on carries its commit time
+// (versioned.Doc.Time); versions of older formats keep reading as they did,
+// with no time. Upgrading a store of format 3 escapes the few values of
+// format 2 it may hold that format 4 would read as a header. A tipkv that
+// reads format 3 and older refuses a store of format 4 (ErrFormat).
+const FormatVersion = 4
 
 // Options configure a DB. A nil *Options is valid and means the defaults.
 type Options struct {

@@ -1,6 +1,10 @@
 package tipkv
 
 import (
+	"errors"
+	"fmt"
+	"time"
+
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
@@ -52,9 +56,41 @@ var (
 	// those cases.
 	ErrFormat = engine.ErrFormat
 
+	// ErrPruned is returned by a read by time (versioned's AsOfTime,
+	// HistoryBetween) whose answer lay in versions that retention (Prune,
+	// PruneBefore, KeepVersions) removed. The error is a *PrunedError that
+	// carries the oldest time still answerable: test for it with
+	// errors.Is(err, ErrPruned), read it with errors.As.
+	ErrPruned = errors.New("tipkv: pruned")
+
+	// ErrUntimed is returned by a read by time whose answer lies in
+	// versions written before commit times existed (store format 3 and
+	// older): their times are unknown, so the read cannot tell.
+	ErrUntimed = errors.New("tipkv: written before commit times")
+
 	// ErrLocked is returned by Open when the store is already open, in
 	// another process or in this one: Pebble locks the directory. (A store
 	// that failed on a fatal disk error keeps its lock until the process
 	// exits.)
 	ErrLocked = engine.ErrLocked
 )
+
+// PrunedError is the error of a read by time that retention answered:
+// the versions that held the answer were dropped. It matches ErrPruned.
+type PrunedError struct {
+	// Where names what was read: a collection and document.
+	Where string
+	// Asked is the time the read asked for.
+	Asked time.Time
+	// Oldest is the oldest time still answerable: the commit time of the
+	// oldest version kept.
+	Oldest time.Time
+}
+
+func (e *PrunedError) Error() string {
+	return fmt.Sprintf("%v: %s: the versions at %s were dropped; the oldest time still answerable is %s",
+		ErrPruned, e.Where, e.Asked.UTC().Format(time.RFC3339Nano), e.Oldest.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrPruned) true.
+func (e *PrunedError) Is(target error) bool { return target == ErrPruned }

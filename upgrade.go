@@ -15,13 +15,21 @@ import (
 	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
-// An upgrade in place never changes what a stored value reads as. Format 3
-// gave meaning to document values that start with C1 (an escape, an expiry
-// header) and format 2 to the single byte C1 (a delete marker), which the
-// formats before them stored as documents. Upgrading a store of format 1
-// or 2 therefore rewrites every document version whose value starts with
-// C1 into C1 00 | value (docfmt.Upgrade), format 2's delete markers
-// excepted; every other key stays as it is.
+// An upgrade in place never changes what a stored value reads as. Format 4
+// gave meaning to document values that start with C1 and a tag 0x10-0x17
+// (the version header with the commit time), format 3 to those that start
+// with C1 00 or C1 01 (an escape, an expiry header) and format 2 to the
+// single byte C1 (a delete marker), which the formats before them stored
+// as documents. Upgrading a store of format 1 or 2 therefore rewrites
+// every document version whose value starts with C1 into C1 00 | value
+// (docfmt.Upgrade), format 2's delete markers excepted. Format 3 wrote no
+// value that format 4 reads otherwise (its markers, escapes and expiry
+// headers read the same, and every other value does not start with C1),
+// but a store of format 3 may hold values of format 2 that tipkv before
+// issue 24's fix upgraded without escaping them: upgrading from format 3
+// walks the versions the same way and escapes those that format 4 would
+// take for a version header. Every other key stays as it is; no other
+// family gained a meaning in format 4.
 //
 // The upgrade is a walk of the versions family in chunks, and the store
 // says where it is:
@@ -96,7 +104,7 @@ func (u upgradeState) encode() []byte {
 func parseUpgrade(v []byte) (upgradeState, error) {
 	from, next, ok := strings.Cut(string(v), " ")
 	n, err := strconv.Atoi(from)
-	if !ok || err != nil || n < 1 || n >= docfmt.HeaderFormat {
+	if !ok || err != nil || n < 1 || n >= docfmt.TimeFormat {
 		return upgradeState{}, fmt.Errorf("%w: the upgrade key holds %q", ErrCorrupt, v)
 	}
 	k, err := hex.DecodeString(next)
@@ -118,7 +126,7 @@ type upgradeStats struct {
 // FormatVersion. It returns engine.ErrConditionFailed when another process
 // moved the format key first: the caller reads the format again.
 func (db *DB) upgrade(from int, old []byte, names string) error {
-	if from >= docfmt.HeaderFormat {
+	if from >= docfmt.TimeFormat {
 		return db.writeFormat(names) // no value gains a meaning
 	}
 	st := &upgradeStats{from: from, start: time.Now()}

@@ -54,7 +54,7 @@ func versionKey(coll, id string, v int64) []byte {
 	return codec.AppendDesc(codec.AppendString(k, id), v)
 }
 
-// writeLegacy makes the store in dir on fs one of format (1 or 2): it
+// writeLegacy makes the store in dir on fs one of format (1 to 3): it
 // writes docs of collection coll through the storage contract, as that
 // format's tipkv stored them, and its meta keys.
 func writeLegacy(t testing.TB, fs vfs.FS, dir string, format int, coll string, docs map[string][]version) {
@@ -89,8 +89,22 @@ func writeLegacy(t testing.TB, fs vfs.FS, dir string, format int, coll string, d
 // legacyDocs returns documents of format: for each edge value, a document
 // whose version 1 is plain and version 2 the edge value; for format 1 also
 // the single byte C1 (a document there); for format 2 delete markers.
+//
+// For format 3: values that format 3 read as documents and format 4 would
+// take for a version header (a store of format 3 holds them when tipkv
+// before issue 24's fix upgraded it from format 2 without escaping them),
+// beside format 3's delete markers and plain values.
 func legacyDocs(format int) map[string][]version {
 	docs := map[string][]version{}
+	if format == 3 {
+		docs["deleted"] = []version{{1, []byte("d1")}, {2, nil}}
+		docs["header4"] = []version{{1, []byte("h1")}, {2, []byte{0xc1, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 'x'}}}
+		docs["marker4"] = []version{{1, []byte{0xc1, 0x14, 0, 0, 0, 0, 0, 0, 0, 7}}}
+		docs["meta4"] = []version{{1, []byte{0xc1, 0x12, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'm', 'd'}}}
+		docs["expiry4"] = []version{{1, []byte{0xc1, 0x11, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 0, 0, 0, 0, 0, 0, 0, 'e'}}}
+		docs["plain"] = []version{{1, []byte("plain")}}
+		return docs
+	}
 	for name, v := range edgeValues {
 		docs[name] = []version{{1, []byte("v1 of " + name)}, {2, v}}
 	}
@@ -148,11 +162,14 @@ func checkHealthy(t *testing.T, db *tipkv.DB) {
 	require.NoError(t, check.Store(s, check.Options{FormatVersion: tipkv.FormatVersion}).Err())
 }
 
-// A store of format 1 or 2 whose documents start with C1 reads the same
-// read-only (by its own format), after the upgrade and after a reopen; a
-// purge of expired documents finds none, since none had a time to live.
+// A store of format 1, 2 or 3 whose documents start with C1 reads the
+// same read-only (by its own format), after the upgrade and after a
+// reopen; a purge of expired documents finds none, since none had a time
+// to live. For format 3 this is the proof that the upgrade to format 4
+// must walk the versions: without the walk, values of format 2 left
+// unescaped in it would read as version headers.
 func TestUpgradeKeepsValues(t *testing.T) {
-	for _, format := range []int{1, 2} {
+	for _, format := range []int{1, 2, 3} {
 		t.Run(fmt.Sprint("format=", format), func(t *testing.T) {
 			fs := vfs.NewMem()
 			docs := legacyDocs(format)

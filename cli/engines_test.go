@@ -61,7 +61,10 @@ func TestSharedEngineStore(t *testing.T) {
 	})
 
 	out := cliOK(t, "history", target, "users", "alice")
-	require.Equal(t, "VERSION  VALUE\n2        {\"name\":\"Alice\"}\n1        {\"name\":\"Al\"}\n", out)
+	require.Equal(t, `VERSION  TIME                            VALUE
+2        2025-03-01T13:30:00.000000001Z  {"name":"Alice"}
+1        2025-03-01T13:30:00Z            {"name":"Al"}
+`, out, "one clock reading, forced 1 ns past the version before")
 	m := jsonOf(t, cliOK(t, "queue", "--json", target, "jobs"))
 	require.EqualValues(t, 2, m["depth"], "%v", m)
 	out = cliOK(t, "stats", target)

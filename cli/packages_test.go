@@ -70,10 +70,10 @@ func TestRealPackages(t *testing.T) {
 	require.Equal(t, "checked 14 keys (2 documents, 3 events, 5 queue messages): healthy\n", cliOK(t, "check", dir))
 
 	out := cliOK(t, "history", dir, "users", "alice")
-	require.Equal(t, `VERSION  VALUE
-5        {"name":"Alice","email":"alice@example.com","age":34}
-4        {"name":"Alice","email":"alice@example.com","age":33}
-`, out)
+	require.Equal(t, `VERSION  TIME  VALUE
+5        T     {"name":"Alice","email":"alice@example.com","age":34}
+4        T     {"name":"Alice","email":"alice@example.com","age":33}
+`, timesOut(out))
 	m := jsonOf(t, cliOK(t, "history", "--json", dir, "users", "alice", "--as-of", "2"))
 	require.Empty(t, m["versions"], "versions 1 to 3 were pruned: nothing as of 2, and that is no error")
 	out = cliOK(t, "feed", dir, "audit")

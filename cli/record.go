@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/docfmt"
 )
@@ -85,6 +86,13 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 		pos, _, _ := codec.DecodeAsc(v)
 		r.header, r.headerOnly = object{{"position", pos}}, true
 	case codec.FamilyVersions:
+		ver := fm.Parse(v)
+		if ver.Time != 0 {
+			r.header = append(r.header, field{"time", unixTime(ver.Time)})
+		}
+		if ver.Meta != nil {
+			r.header = append(r.header, field{"meta", rawMetaObject(ver.Meta)})
+		}
 		r.value = decodeVersion(v, fm)
 	default: // feed
 		r.value = decode(v)
@@ -151,4 +159,15 @@ func (r record) fields(raw bool) object {
 		obj = append(obj, valueHex)
 	}
 	return obj
+}
+
+// rawMetaObject renders a version's encoded metadata for JSON, or the
+// error it does not decode with and its bytes.
+func rawMetaObject(b []byte) any {
+	m, err := docfmt.ParseMeta(b)
+	if err != nil {
+		return object{{"error", err.Error()}, {"hex", fmt.Sprintf("%x", b)}}
+	}
+	v := docVersion{meta: &tipkv.Metadata{Author: m.Author, Reason: m.Reason, CorrelationID: m.CorrelationID, CausationID: m.CausationID, Headers: m.Headers}}
+	return v.metaObject()
 }

@@ -29,6 +29,9 @@ func documentCases() []testCase {
 		documentFilterCases(),
 		documentConcurrencyCases(),
 		documentSharedCases(),
+		documentTimeCases(),
+		documentMetadataCases(),
+		documentRepairCases(),
 		watchCases(),
 	)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -361,7 +362,8 @@ func storedNames(t testing.TB, db *tipkv.DB, key []byte) []string {
 	raw, err := s.Get(key)
 	require.NoError(t, err)
 	var m map[string]any
-	require.NoError(t, codec.Msgpack[map[string]any]{}.Decode(raw, &m))
+	doc := docfmt.Rules{}.Parse(raw).Doc // a document version's header off; a feed's value is the document
+	require.NoError(t, codec.Msgpack[map[string]any]{}.Decode(doc, &m))
 	names := slices.Collect(maps.Keys(m))
 	slices.Sort(names)
 	return names

@@ -41,7 +41,9 @@ func testSharedWriters(t *testing.T, b backend) {
 		t.Skip("one handle only: an exclusive engine")
 	}
 	dbA := b.Open(t, nil)
-	dbB := b.Second(t, dbA, nil)
+	// B's clock is an hour behind A's: commit times still increase with
+	// versions within each document.
+	dbB := b.Second(t, dbA, &tipkv.Options{Clock: func() time.Time { return time.Now().Add(-time.Hour) }})
 	ids := []string{"x", "y", "z"}
 	var (
 		mu       sync.Mutex
@@ -135,6 +137,7 @@ func testSharedWriters(t *testing.T, b backend) {
 		for _, id := range ids {
 			hist := requireDense(t, users, id)
 			requireNoMarkerAfterMarker(t, hist)
+			requireTimesIncrease(t, hist)
 			for _, d := range hist {
 				tag, ok := acks[[2]any{id, d.Version}]
 				switch {

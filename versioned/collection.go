@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -58,7 +59,7 @@ type Options[T any] struct {
 	// such a document for missing. Every version keeps the expiry it was
 	// written with, so a later TTL changes only later writes; give every
 	// handle of a collection the same TTL. Watch still yields each version
-	// once, as it is written. A TTL costs 10 bytes per version stored.
+	// once, as it is written. A TTL costs 8 bytes per version stored.
 	//
 	// Expired documents stay on disk until they are purged: a handle with
 	// a TTL purges, in the background, every document of the collection
@@ -202,10 +203,16 @@ func (c *Collection[T]) docPrefix(dst []byte, id string) []byte {
 // would wait for an Update waiting for it (two documents written in
 // opposite orders) fails with ErrConflict instead: retry it.
 //
-// Any encoding is stored as it is, except one that starts with the byte
-// 0xC1 (possible with codec.Raw or codec.String, never with msgpack),
-// which tipkv keeps for delete markers and expiry headers: it is stored
-// with a 2-byte escape and read back as it was.
+// The version carries its commit time (Doc.Time): the DB's clock
+// (tipkv.Options.Clock), read once per Update, so every version an Update
+// writes has the same time; or, when that is not after the time of the
+// document's latest version (a clock that stepped back, another process's
+// clock ahead of this one's), 1 ns after it. Times therefore increase with
+// versions within a document. Across documents nothing is ordered: two
+// Updates, or two processes whose clocks disagree, may give a later
+// version of one document an earlier time than a version of another. The
+// encoding is stored as it is after a 10-byte header that holds the time
+// (see the package doc, Storage).
 //
 // On a shared engine (see the package doc) the version is written on the
 // condition that the latest is still the one it follows; if another
@@ -245,9 +252,11 @@ type putOp[T any] struct {
 	buf      []byte // prefix | desc(v) | value
 	n        int    // length of the prefix
 	id       string
-	expected int64 // -1: unconditional
-	expires  int64 // the version's expiry (Unix ns), 0 for none
-	v        int64 // the version written
+	expected int64  // -1: unconditional
+	expires  int64  // the version's expiry (Unix ns), 0 for none
+	docAt    int    // where the encoded document starts in buf
+	mbuf     []byte // the value again, with the Tx's metadata
+	v        int64  // the version written
 	run      func(*link.Tx) error
 }
 
@@ -261,7 +270,7 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 		op.run = op.write
 	}
 	defer func() {
-		if cap(op.buf) <= 64<<10 {
+		if cap(op.buf) <= 64<<10 && cap(op.mbuf) <= 64<<10 {
 			op.id = ""
 			c.puts.Put(op)
 		}
@@ -272,17 +281,15 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 	op.buf = codec.AppendDesc(op.buf, 0) // room for desc(version)
 	if c.ttl > 0 {
 		op.expires = c.clock().Add(c.ttl).UnixNano()
-		op.buf = docfmt.AppendHeader(op.buf, op.expires)
 	}
-	start := len(op.buf)
+	// The commit time is set in write, once the version it follows is
+	// known. The header says where the document starts, so an encoding
+	// that starts with C1 needs no escape.
+	op.buf = docfmt.AppendVersion(op.buf, 1, false, op.expires, nil)
+	op.docAt = len(op.buf)
 	var err error
 	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
-	}
-	if c.ttl <= 0 {
-		// An encoding that starts with C1 (raw or string codecs) is
-		// escaped, so that it is never taken for a marker or a header.
-		op.buf = docfmt.Escape(op.buf, start)
 	}
 	if err := checkValue(op.buf[op.n+codec.NumberSize:]); err != nil {
 		return 0, fmt.Errorf("%s: %w", c.where(id), err)
@@ -314,15 +321,50 @@ func (op *putOp[T]) write(tx *link.Tx) error {
 	v := latest + 1
 	codec.AppendDesc(prefix, v) // in place, in the room left for it
 	key := op.buf[:op.n+codec.NumberSize]
-	if err := tx.Batch.Set(key, op.buf[len(key):]); err != nil {
+	val, err := op.value(tx)
+	if err != nil {
+		return err
+	}
+	t := d.commitTime(tx)
+	docfmt.SetTime(val, t)
+	if err := tx.Batch.Set(key, val); err != nil {
 		return err
 	}
 	if latest == 0 {
 		d.oldest, d.oldestKnown = 1, true
 	}
-	d.latest, d.deleted, d.expires, op.v = v, false, op.expires, v
+	d.latest, d.deleted, d.expires, d.ltime, op.v = v, false, op.expires, t, v
 	e.written++
 	return c.retain(tx, e, prefix, op.id)
+}
+
+// value returns the stored value of the version op writes in tx: the one
+// put built, or, when the write carries metadata (tipkv.WithMetadata,
+// Batch.SetMetadata), the same with the metadata in its header.
+func (op *putOp[T]) value(tx *link.Tx) ([]byte, error) {
+	meta := tx.Meta()
+	if meta == nil {
+		return op.buf[op.n+codec.NumberSize:], nil
+	}
+	op.mbuf = append(docfmt.AppendVersion(op.mbuf[:0], 1, false, op.expires, meta), op.buf[op.docAt:]...)
+	if err := checkValue(op.mbuf); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.c.where(op.id), err)
+	}
+	return op.mbuf, nil
+}
+
+// commitTime returns the commit time of the version a Tx writes after the
+// view's latest one: the Tx's clock reading (link.Tx.Now), or 1 ns past
+// the latest version's time when that is not before it, so that times
+// increase with versions within a document whatever the clocks of the
+// processes that wrote it. A version without a time (an older format's)
+// does not count.
+func (d *docState) commitTime(tx *link.Tx) int64 {
+	t := tx.Now()
+	if d.latest > 0 && d.ltime >= t {
+		t = d.ltime + 1
+	}
+	return t
 }
 
 // retain drops the versions of the document under prefix beyond the
@@ -376,6 +418,9 @@ func (op *putOp[T]) writeShared(tx *link.Tx, e *docEntry) error {
 			return op.conflict(d)
 		}
 	}
+	if err == nil {
+		err = d.knowLatestValue(c.store, tx.Batch, prefix)
+	}
 	if err != nil {
 		return c.failed(tx, op.id, err)
 	}
@@ -385,13 +430,19 @@ func (op *putOp[T]) writeShared(tx *link.Tx, e *docEntry) error {
 	v := latest + 1
 	codec.AppendDesc(prefix, v)
 	key := op.buf[:op.n+codec.NumberSize]
-	if err := tx.Batch.Set(key, op.buf[len(key):]); err != nil {
+	val, err := op.value(tx)
+	if err != nil {
+		return err
+	}
+	t := d.commitTime(tx)
+	docfmt.SetTime(val, t)
+	if err := tx.Batch.Set(key, val); err != nil {
 		return err
 	}
 	if latest == 0 {
 		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
 	}
-	d.latest, d.deleted, d.expires, op.v = v, false, op.expires, v
+	d.latest, d.deleted, d.expires, d.ltime, d.lval, op.v = v, false, op.expires, t, bytes.Clone(val), v
 	e.written++
 	return c.retain(tx, e, prefix, op.id)
 }
@@ -438,11 +489,35 @@ func (c *Collection[T]) lock(tx *link.Tx, prefix []byte, id string) (*docEntry, 
 // marker, or the decision to write none, is checked at commit as Put's
 // version is.
 func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
+	_, err := c.del(w, id, -1)
+	return err
+}
+
+// DeleteIf is Delete on the condition that the document's latest version
+// is expected (at least 1), and returns the delete marker's version:
+// ErrConflict when the latest is another version, or when there is none
+// (never written, or purged). When the latest is expected and already a
+// delete marker, nothing is written and expected is returned. Inside an
+// Update the condition counts the Update's own earlier writes. On a
+// shared engine DeleteIf reads the document's latest version in its Tx,
+// so its ErrConflict is the store's answer.
+func (c *Collection[T]) DeleteIf(w tipkv.Writer, id string, expected int64) (int64, error) {
+	if expected < 1 {
+		return 0, fmt.Errorf("%w: %s: DeleteIf expected version %d", tipkv.ErrInvalid, c.where(id), expected)
+	}
+	return c.del(w, id, expected)
+}
+
+// del writes a delete marker after the latest version of id, when it is
+// expected (-1: any) and live, and returns the latest version after it
+// (0: the document has none).
+func (c *Collection[T]) del(w tipkv.Writer, id string, expected int64) (int64, error) {
 	if err := checkID(c.name, id); err != nil {
-		return err
+		return 0, err
 	}
 	prefix := c.docPrefix(nil, id)
-	return link.Write(w, func(tx *link.Tx) error {
+	var marked int64
+	err := link.Write(w, func(tx *link.Tx) error {
 		e, err := c.lock(tx, prefix, id)
 		if err != nil {
 			return err
@@ -450,26 +525,49 @@ func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
 		d := &e.tx
 		var latest int64
 		if c.shared {
-			if latest, err = d.latestShared(c.store, prefix); err == nil {
+			if expected > 0 && !d.sh.fresh && !d.sh.guarded {
+				err = d.readLatest(c.store, prefix) // a conflict must be the store's answer
+			}
+			if err == nil {
+				latest, err = d.latestShared(c.store, prefix)
+			}
+			if err == nil && !d.deleted {
+				err = d.knowLatestValue(c.store, tx.Batch, prefix)
+			}
+			if err == nil {
 				err = d.guard(tx.Batch, prefix) // a Delete that writes nothing is guarded too
 			}
-		} else {
-			latest, err = d.latestOf(c.store, prefix)
-		}
-		if err != nil {
+			if err != nil {
+				return c.failed(tx, id, err)
+			}
+		} else if latest, err = d.latestOf(c.store, prefix); err != nil {
 			return fmt.Errorf("%s: %w", c.where(id), err)
 		}
+		if expected > 0 && latest != expected {
+			return fmt.Errorf("%w: %s: latest version is %d, expected %d", tipkv.ErrConflict, c.where(id), latest, expected)
+		}
+		marked = latest
 		if latest == 0 || d.deleted {
 			return nil
 		}
 		v := latest + 1
-		if err := tx.Batch.Set(numberKey(prefix, v), []byte{docfmt.DeleteMarker}); err != nil {
+		t := d.commitTime(tx)
+		marker := docfmt.AppendVersion(nil, t, true, 0, tx.Meta())
+		if err := tx.Batch.Set(numberKey(prefix, v), marker); err != nil {
 			return err
 		}
-		d.latest, d.deleted, d.expires = v, true, 0
+		d.latest, d.deleted, d.expires, d.ltime = v, true, 0, t
+		if c.shared {
+			d.lval = marker
+		}
+		marked = v
 		e.written++
 		return c.retain(tx, e, prefix, id)
 	})
+	if err != nil {
+		return 0, err
+	}
+	return marked, nil
 }
 
 // Purge drops every version of the document id, delete marker included,

@@ -39,7 +39,7 @@
 // Numbers are written reversed (desc: MaxInt64 - n), so the newest sorts
 // first under each prefix (see package codec and tipkv.Reverse):
 //
-//	version  01 | collection | id | desc(version)  -> [header] encoded document, or C1
+//	version  01 | collection | id | desc(version)  -> header | encoded document
 //	event    04 | stream          | desc(position) -> encoded event
 //	cursor   06 | stream | group                   -> asc(position)
 //
@@ -51,12 +51,17 @@
 // filters are kept per prefix, so the Latest of a document that never
 // existed usually costs no data block read.
 //
-// A version whose whole value is the single byte C1 is a delete marker
-// (msgpack never writes that byte, and no JSON or UTF-8 text starts with
-// it). A version with a time to live (Options.TTL) starts with the
-// 10-byte header C1 01 | expiry; an encoding that itself starts with C1
-// (raw or string codecs) is stored after the escape C1 00. Every value a
-// codec writes reads back as it was.
+// Every version's value starts with a header of 10 bytes, C1 | tag |
+// commit time (Unix ns, big-endian), followed by the expiry of a version
+// with a time to live (Options.TTL) and then the encoded document; a
+// delete marker is the header alone (package internal/docfmt draws it
+// byte by byte). msgpack never writes the byte C1, and no JSON or UTF-8
+// text starts with it. Versions written by store formats before 4 keep
+// the values they had: the single byte C1 for a delete marker, C1 01 |
+// expiry before a document with a time to live, C1 00 before an encoding
+// that starts with C1, else the encoding alone; they read as they did,
+// with no commit time (Doc.Untimed). Every value a codec writes reads
+// back as it was.
 //
 // # Versions are never reused
 //
@@ -206,6 +211,13 @@
 //     unique across processes, and increase per process, not across them.
 //
 // # Times
+//
+// Every document version carries its commit time (Doc.Time): one reading
+// of the DB's clock per Update, forced to increase within a document
+// (1 ns past the latest version's time when the clock is not after it), so
+// version order and time order agree within each document even when
+// processes sharing an engine have skewed clocks. Nothing orders times
+// across documents. Versions written before store format 4 have none.
 //
 // Feed positions are Unix nanoseconds. Writes take times in [MinTime,
 // MaxTime] (after the epoch, before 2262): AppendAt, TrimBefore and the

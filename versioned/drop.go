@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
@@ -41,13 +42,18 @@ const defaultDropRangeMin = 32
 // from the store when the Tx does not know it yet.
 func (d *docState) latestOf(s engine.Reader, prefix []byte) (int64, error) {
 	if !d.latestKnown {
-		v, deleted, expires, err := newestVersion(s, prefix)
+		nv, err := newestVersion(s, prefix, false)
 		if err != nil {
 			return 0, err
 		}
-		d.latest, d.deleted, d.expires, d.latestKnown = v, deleted, expires, true
+		d.setLatest(nv)
 	}
 	return d.latest, nil
+}
+
+// setLatest makes nv, read from the store, the view's latest version.
+func (d *docState) setLatest(nv newest) {
+	d.latest, d.deleted, d.expires, d.ltime, d.lval, d.latestKnown = nv.v, nv.deleted, nv.expires, nv.time, nv.raw, true
 }
 
 // oldestOf fills d's oldest version from the store when the Tx does not
@@ -63,35 +69,45 @@ func (d *docState) oldestOf(s engine.Reader, prefix []byte) (int64, error) {
 	return d.oldest, nil
 }
 
-// newestVersion returns the latest version under a document's prefix, 0
-// if there is none, whether it is a delete marker and its expiry (0 for
-// none): one prefix seek, answered by the bloom filters when the document
-// has no versions.
-func newestVersion(s engine.Reader, prefix []byte) (v int64, deleted bool, expires int64, err error) {
+// newest is what a write learns of a document's latest version.
+type newest struct {
+	v       int64 // 0: no version
+	deleted bool  // a delete marker
+	expires int64 // its expiry (Unix ns), 0 for none
+	time    int64 // its commit time (Unix ns), 0 for none or unknown
+	raw     []byte
+}
+
+// newestVersion returns the latest version under a document's prefix (v
+// 0 if there is none), with a copy of its stored value when keep is set:
+// one prefix seek, answered by the bloom filters when the document has no
+// versions. Writes run on the current format only.
+func newestVersion(s engine.Reader, prefix []byte, keep bool) (nv newest, err error) {
 	it, err := newIter(s, prefix, numberKey(prefix, 0), 1)
 	if err != nil {
-		return 0, false, 0, err
+		return newest{}, err
 	}
 	defer func() {
 		if cerr := it.Close(); err == nil && cerr != nil {
-			v, deleted, expires, err = 0, false, 0, cerr
+			nv, err = newest{}, cerr
 		}
 	}()
 	if !it.SeekPrefixGE(prefix) {
-		return 0, false, 0, it.Error()
+		return newest{}, it.Error()
 	}
-	if v, err = numberOf(it.Key(), len(prefix)); err != nil {
-		return 0, false, 0, err
+	if nv.v, err = numberOf(it.Key(), len(prefix)); err != nil {
+		return newest{}, err
 	}
 	raw, err := it.Value()
 	if err != nil {
-		return 0, false, 0, err
+		return newest{}, err
 	}
-	if docfmt.IsDeleteMarker(raw) {
-		return v, true, 0, nil
+	ver := docfmt.Rules{}.Parse(raw)
+	nv.deleted, nv.expires, nv.time = ver.Deleted, ver.Expires, ver.Time
+	if keep {
+		nv.raw = bytes.Clone(raw)
 	}
-	_, expires = docfmt.Split(raw)
-	return v, false, expires, nil
+	return nv, nil
 }
 
 // gone reports whether the latest version known is a delete marker or has
@@ -141,7 +157,7 @@ func dropVersions(tx *link.Tx, s engine.Reader, d *docState, prefix []byte, cut 
 	}
 	d.oldest = cut + 1
 	if cut == d.latest {
-		d.latest, d.oldest, d.deleted, d.expires = 0, 0, false, 0
+		d.latest, d.oldest, d.deleted, d.expires, d.ltime, d.lval = 0, 0, false, 0, 0, nil
 	}
 	return n, nil
 }

@@ -7,10 +7,12 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // Doc is one version of a document, as a read returns it. Value is decoded
@@ -24,10 +26,36 @@ type Doc[T any] struct {
 	// other reads answer ErrNotFound where the version they would return
 	// is one (LatestAll and LatestMany skip it).
 	Deleted bool
+	// Time is the version's commit time (see Put), read from the stored
+	// value with it, at no extra cost. Within one document, times increase
+	// with versions. It is the zero time for a version written before
+	// store format 4, which recorded none (see Untimed).
+	Time time.Time
 
 	coll string
 	kind byte
+	meta []byte // the encoded metadata, nil for none
 }
+
+// Metadata returns the metadata the version was written with
+// (tipkv.WithMetadata, tipkv.Batch.SetMetadata): the zero Metadata when it
+// has none. It is decoded now, not by the read that returned d, so reads
+// that do not ask pay nothing for it. Metadata that does not decode is
+// ErrCorrupt.
+func (d Doc[T]) Metadata() (tipkv.Metadata, error) {
+	if d.meta == nil {
+		return tipkv.Metadata{}, nil
+	}
+	m, err := docfmt.ParseMeta(d.meta)
+	if err != nil {
+		return tipkv.Metadata{}, fmt.Errorf("%w: collection %q, id %q, version %d: %w", tipkv.ErrCorrupt, d.coll, d.ID, d.Version, err)
+	}
+	return tipkv.Metadata(m), nil
+}
+
+// HasMetadata reports whether the version was written with metadata,
+// without decoding it.
+func (d Doc[T]) HasMetadata() bool { return d.meta != nil }
 
 // Cursor returns the position just after d in the read that returned it,
 // for Query.After: a History cursor (older versions of d.ID) for History,
@@ -44,19 +72,36 @@ func (d Doc[T]) Cursor() tipkv.Cursor {
 	return ""
 }
 
+// Untimed reports whether the version was written before commit times
+// existed (by store format 3 or older): its Time is then the zero time,
+// and reads by time that need it say so.
+func (d Doc[T]) Untimed() bool { return d.Time.IsZero() }
+
+// timeOf is a commit time as a time.Time: the zero time for 0 (none).
+func timeOf(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
 // doc decodes a version, or returns a delete marker's Doc. The codec decodes into scratch (its pointer goes
 // through an interface, so whatever it points into is on the heap): a
 // recycled or per-read scratch spares an allocation per Doc. scratch is
 // zeroed first (a codec may merge into what is there) but not after: the
 // caller clears a scratch it keeps.
 func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *T) (Doc[T], error) {
-	if c.fm.IsDeleteMarker(raw) {
-		return Doc[T]{ID: id, Version: v, Deleted: true, coll: c.name, kind: kind}, nil
+	ver := c.fm.Parse(raw)
+	var meta []byte
+	if ver.Meta != nil {
+		meta = bytes.Clone(ver.Meta) // raw lives as long as the read's iterator or buffer
+	}
+	if ver.Deleted {
+		return Doc[T]{ID: id, Version: v, Deleted: true, Time: timeOf(ver.Time), coll: c.name, kind: kind, meta: meta}, nil
 	}
 	var zero T
 	*scratch = zero
-	enc, _ := c.fm.Split(raw)
-	err := c.codec.Decode(enc, scratch)
+	err := c.codec.Decode(ver.Doc, scratch)
 	val := *scratch
 	if err != nil {
 		if !errors.Is(err, tipkv.ErrCorrupt) {
@@ -64,7 +109,7 @@ func (c *Collection[T]) doc(id string, v int64, raw []byte, kind byte, scratch *
 		}
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), v, err)
 	}
-	return Doc[T]{ID: id, Version: v, Value: val, coll: c.name, kind: kind}, nil
+	return Doc[T]{ID: id, Version: v, Value: val, Time: timeOf(ver.Time), coll: c.name, kind: kind, meta: meta}, nil
 }
 
 // expired reports whether raw, a stored version value, has expired by the

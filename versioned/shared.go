@@ -1,11 +1,13 @@
 package versioned
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // Shared engines (engine.Caps.Shared: etcd, SQL) are written by several
@@ -60,13 +62,49 @@ type sharedView struct {
 }
 
 // readLatest reads the document's latest version from the store into the
-// view.
+// view, with its stored value.
 func (d *docState) readLatest(s engine.Reader, prefix []byte) error {
-	v, deleted, expires, err := newestVersion(s, prefix)
+	nv, err := newestVersion(s, prefix, true)
 	if err != nil {
 		return err
 	}
-	d.latest, d.deleted, d.expires, d.latestKnown, d.sh.fresh = v, deleted, expires, true, true
+	d.setLatest(nv)
+	d.sh.fresh = true
+	return nil
+}
+
+// maxKeptValue is the largest latest value a document's hint keeps after
+// its Tx, on a shared engine: a larger one is read again by the next write
+// that needs its commit time.
+const maxKeptValue = 1 << 10
+
+// knowLatestValue makes the view know the stored value of its latest
+// version, so its commit time, exactly, before a write that follows it
+// (version numbers alone do not pin it: a purge restarts them, so another
+// process may have written other versions under the same numbers). It
+// reads the value when the view has none, and the guard then requires the
+// store to hold that value (see guard): a Get of the version the view
+// names, whose absence means the view is stale.
+func (d *docState) knowLatestValue(s engine.Reader, b engine.Batch, prefix []byte) error {
+	if d.latest == 0 || d.lval != nil {
+		return nil
+	}
+	key := numberKey(prefix, d.latest)
+	raw, err := s.Get(key)
+	if errors.Is(err, engine.ErrNotFound) {
+		return errStale
+	}
+	if err != nil {
+		return err
+	}
+	ver := docfmt.Rules{}.Parse(raw)
+	d.lval, d.ltime, d.deleted, d.expires = raw, ver.Time, ver.Deleted, ver.Expires
+	if d.sh.guarded {
+		// Guarded on the version alone before: pin the value too. No
+		// write of the Tx follows the guard's base yet, or lval would
+		// be set.
+		return b.Require(engine.Equals(key, raw))
+	}
 	return nil
 }
 
@@ -97,7 +135,11 @@ func (d *docState) guard(b engine.Batch, prefix []byte) error {
 		// buffer may go straight in.
 		return b.Require(engine.Empty(prefix, numberKey(prefix, 0)))
 	}
-	if err := b.Require(engine.Present(numberKey(prefix, d.latest))); err != nil {
+	present := engine.Present(numberKey(prefix, d.latest))
+	if d.lval != nil {
+		present = engine.Equals(numberKey(prefix, d.latest), d.lval) // its commit time too
+	}
+	if err := b.Require(present); err != nil {
 		return err
 	}
 	return b.Require(engine.Absent(numberKey(prefix, d.latest+1)))
@@ -149,11 +191,11 @@ func (d *docState) putIfLatest(s engine.Reader, prefix []byte, expected int64, c
 			return 0, true, nil
 		}
 		// A guarded hint: a conflict is only true if the hint was.
-		v, _, _, err := newestVersion(s, prefix)
+		nv, err := newestVersion(s, prefix, false)
 		if err != nil {
 			return 0, false, err
 		}
-		if v != d.sh.base {
+		if nv.v != d.sh.base {
 			return 0, false, errStale
 		}
 		d.sh.fresh = true
@@ -170,7 +212,7 @@ func (d *docState) putIfLatest(s engine.Reader, prefix []byte, expected int64, c
 		// No read: assume it, and guard the assumption (expected 0: no
 		// version at all; the guard's Empty fails on a deleted document,
 		// and the rerun reads).
-		d.latest, d.deleted, d.expires, d.latestKnown = expected, false, 0, true
+		d.latest, d.deleted, d.expires, d.ltime, d.lval, d.latestKnown = expected, false, 0, 0, nil, true
 	}
 	return d.latest, false, nil
 }

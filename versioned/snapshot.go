@@ -157,3 +157,30 @@ func lazy[V any](db *tipkv.DB, s *tipkv.Snapshot, where func(error) error, seq f
 		seq(r)(yield)
 	}
 }
+
+// AsOfTime is Collection.AsOfTime in the snapshot.
+func (v CollectionView[T]) AsOfTime(id string, t time.Time) (Doc[T], error) {
+	r, err := readerIn(v.c.db, v.snap)
+	if err != nil {
+		return Doc[T]{}, fmt.Errorf("%s: %w", v.c.where(id), err)
+	}
+	return v.c.asOfTime(r, id, t)
+}
+
+// HistoryBetween is Collection.HistoryBetween in the snapshot.
+func (v CollectionView[T]) HistoryBetween(id string, from, to time.Time, q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return lazy(v.c.db, v.snap, func(err error) error { return fmt.Errorf("history of %s: %w", v.c.where(id), err) },
+		func(r engine.Reader) iter.Seq2[Doc[T], error] { return v.c.historyBetween(r, id, from, to, q) })
+}
+
+// LatestAllAsOf is Collection.LatestAllAsOf in the snapshot.
+func (v CollectionView[T]) LatestAllAsOf(t time.Time, q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return lazy(v.c.db, v.snap, func(err error) error { return fmt.Errorf("LatestAllAsOf of collection %q: %w", v.c.name, err) },
+		func(r engine.Reader) iter.Seq2[Doc[T], error] { return v.c.latestAllAsOf(r, t, q) })
+}
+
+// ChangedBetween is Collection.ChangedBetween in the snapshot.
+func (v CollectionView[T]) ChangedBetween(from, to time.Time, q tipkv.Query) iter.Seq2[TimeChange[T], error] {
+	return lazy(v.c.db, v.snap, func(err error) error { return fmt.Errorf("ChangedBetween of collection %q: %w", v.c.name, err) },
+		func(r engine.Reader) iter.Seq2[TimeChange[T], error] { return v.c.changedBetween(r, from, to, q) })
+}

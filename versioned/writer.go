@@ -121,6 +121,13 @@ type docState struct {
 	oldestKnown bool
 	deleted     bool  // the latest version is a delete marker
 	expires     int64 // the latest version's expiry (Unix ns), 0 for none
+	// ltime is the latest version's commit time (Unix ns): 0 when there
+	// is none, it has none (an older format) or, on a shared engine, it
+	// is not known exactly (lval nil).
+	ltime int64
+	// lval is, on a shared engine, the latest version's stored value, for
+	// the guard that pins it (see shared.go); nil when not known.
+	lval []byte
 
 	// For a stream: no event of the stream is below low (0: unknown);
 	// the trims applied before the Tx dropped every position <= trimmed
@@ -417,6 +424,9 @@ func (t *txWrites) applied() {
 			// The Tx's own knowledge ends with it (a stream's trim state
 			// is the Tx's only, see Feed.trimmer).
 			e.tx.sh, e.tx.low, e.tx.trimmed, e.tx.cut = sharedView{}, 0, 0, 0
+			if len(e.tx.lval) > maxKeptValue {
+				e.tx.lval, e.tx.ltime = nil, 0 // the next write reads it
+			}
 		}
 		e.state = e.tx
 	}

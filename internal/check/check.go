@@ -362,7 +362,14 @@ func (ck *checker) version(k []byte, coll string, rest, v []byte) {
 	}
 	ck.prevVersion = n
 	if ck.o.Values && ck.fm.Current() && !docfmt.Canonical(v) {
-		ck.add("value", k, "starts with the byte c1 but is no delete marker, escape or expiry header: it was stored by format 2, and the store was upgraded to format 3 without escaping it (as tipkv did until issue 24 was fixed), so its values of format 2 that start with c1 00 or c1 01 may read differently than they were written")
+		ck.add("value", k, "starts with the byte c1 but is no version header, delete marker, escape or expiry header: it was stored by format 2, and the store was upgraded to format 3 without escaping it (as tipkv did until issue 24 was fixed), so its values of format 2 that start with c1 00 or c1 01 may read differently than they were written")
+	}
+	if ck.o.Values {
+		if meta := ck.fm.Parse(v).Meta; meta != nil {
+			if _, err := docfmt.ParseMeta(meta); err != nil {
+				ck.add("value", k, "its metadata does not decode: %v", err)
+			}
+		}
 	}
 	if ck.o.Values && !ck.o.Raw[coll] && !ck.fm.IsDeleteMarker(v) {
 		doc, _ := ck.fm.Split(v)

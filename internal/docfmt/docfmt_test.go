@@ -1,8 +1,10 @@
 package docfmt_test
 
 import (
+	"encoding/hex"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv/codec"
@@ -90,7 +92,9 @@ func readAs(r docfmt.Rules, v []byte) reading {
 		return reading{deleted: true}
 	}
 	doc, exp := r.Split(v)
-	if r.HasExpiry(v) != (exp != 0) || r.Expired(v, math.MaxInt64) != (exp != 0) {
+	// HasExpiry is a check of the header's bytes: it may say yes to a
+	// value whose expiry turns out malformed (a document then).
+	if (exp != 0 && !r.HasExpiry(v)) || r.Expired(v, math.MaxInt64) != (exp != 0) {
 		panic("HasExpiry or Expired disagree with Split")
 	}
 	return reading{doc: string(doc), expires: exp}
@@ -99,9 +103,10 @@ func readAs(r docfmt.Rules, v []byte) reading {
 // Older formats read every value as a document, format 2 the single byte
 // C1 as a delete marker; neither knows escapes or headers.
 func TestRulesOfOlderFormats(t *testing.T) {
-	f1, f2, f3 := docfmt.RulesOf(1), docfmt.RulesOf(2), docfmt.RulesOf(3)
-	require.Equal(t, docfmt.Rules{}, f3, "the zero Rules are the current format's")
-	require.True(t, f3.Current())
+	f1, f2, f3, f4 := docfmt.RulesOf(1), docfmt.RulesOf(2), docfmt.RulesOf(3), docfmt.RulesOf(4)
+	require.Equal(t, docfmt.Rules{}, f4, "the zero Rules are the current format's")
+	require.True(t, f4.Current())
+	require.False(t, f3.Current())
 	require.False(t, f2.Current())
 	require.Equal(t, reading{doc: "\xc1"}, readAs(f1, []byte{0xc1}))
 	require.Equal(t, reading{deleted: true}, readAs(f2, []byte{0xc1}))
@@ -110,8 +115,18 @@ func TestRulesOfOlderFormats(t *testing.T) {
 		require.Equal(t, reading{doc: "\xc1\x00abc"}, readAs(r, []byte{0xc1, 0x00, 'a', 'b', 'c'}))
 		require.Equal(t, reading{doc: string(header)}, readAs(r, header))
 	}
-	require.Equal(t, reading{doc: "abc"}, readAs(f3, []byte{0xc1, 0x00, 'a', 'b', 'c'}))
-	require.Equal(t, reading{doc: "x", expires: 5}, readAs(f3, header))
+	for _, r := range []docfmt.Rules{f3, f4} {
+		require.Equal(t, reading{doc: "abc"}, readAs(r, []byte{0xc1, 0x00, 'a', 'b', 'c'}))
+		require.Equal(t, reading{doc: "x", expires: 5}, readAs(r, header))
+		require.Equal(t, reading{deleted: true}, readAs(r, []byte{0xc1}))
+	}
+	// A version header is a document to format 3 (it wrote none), and a
+	// header to format 4.
+	timed := append(docfmt.AppendVersion(nil, 9, false, 0, nil), 'y')
+	require.Equal(t, reading{doc: string(timed)}, readAs(f3, timed))
+	require.Equal(t, reading{doc: "y"}, readAs(f4, timed))
+	require.Zero(t, f3.Parse(timed).Time)
+	require.EqualValues(t, 9, f4.Parse(timed).Time)
 }
 
 // Upgrade escapes every value of an older format that starts with C1 but
@@ -128,6 +143,13 @@ func TestUpgrade(t *testing.T) {
 		{2, []byte{}, []byte{}},
 		{2, []byte("plain"), []byte("plain")},
 		{3, []byte{0xc1, 0x00, 'a'}, []byte{0xc1, 0x00, 'a'}},
+		{3, []byte{0xc1}, []byte{0xc1}},
+		{3, docfmt.AppendHeader(nil, 5), docfmt.AppendHeader(nil, 5)},
+		{3, []byte{0xc1, 0x02}, []byte{0xc1, 0x02}},                   // a document to both
+		{3, []byte{0xc1, 0x10, 0, 0, 0}, []byte{0xc1, 0x10, 0, 0, 0}}, // too short for a header: a document to both
+		{3, []byte{0xc1, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 'a'}, []byte{0xc1, 0x00, 0xc1, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 'a'}},
+		{3, []byte{0xc1, 0x14, 0, 0, 0, 0, 0, 0, 0, 1}, []byte{0xc1, 0x00, 0xc1, 0x14, 0, 0, 0, 0, 0, 0, 0, 1}},
+		{4, []byte{0xc1, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 'a'}, []byte{0xc1, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 'a'}},
 	} {
 		got, changed := docfmt.Upgrade(c.from, c.v)
 		require.Equal(t, c.want, got, "from %d: %x", c.from, c.v)
@@ -135,31 +157,81 @@ func TestUpgrade(t *testing.T) {
 	}
 }
 
-// Canonical is false only for C1 values that format 3 never writes.
+// Canonical is false only for C1 values that no format writes.
 func TestCanonical(t *testing.T) {
-	for _, v := range [][]byte{nil, {}, {0xc1}, {0xc1, 0x00}, {0xc1, 0x00, 0xc1}, docfmt.AppendHeader(nil, 7), []byte("x")} {
+	for _, v := range [][]byte{nil, {}, {0xc1}, {0xc1, 0x00}, {0xc1, 0x00, 0xc1}, docfmt.AppendHeader(nil, 7), []byte("x"),
+		docfmt.AppendVersion(nil, 1, false, 0, nil), docfmt.AppendVersion(nil, 1, true, 0, []byte("m")), docfmt.AppendVersion(nil, 5, false, 6, []byte{})} {
 		require.True(t, docfmt.Canonical(v), "%x", v)
 	}
-	for _, v := range [][]byte{{0xc1, 0x02}, {0xc1, 0xc1}, {0xc1, 0x01, 1}, {0xc1, 0x01, 0, 0, 0, 0, 0, 0, 0, 0}, {0xc1, 0x01, 0x80, 0, 0, 0, 0, 0, 0, 0}} {
+	for _, v := range [][]byte{{0xc1, 0x02}, {0xc1, 0xc1}, {0xc1, 0x01, 1}, {0xc1, 0x01, 0, 0, 0, 0, 0, 0, 0, 0}, {0xc1, 0x01, 0x80, 0, 0, 0, 0, 0, 0, 0},
+		{0xc1, 0x10, 0, 0, 0, 0, 0, 0, 0, 0}, {0xc1, 0x15, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}, {0xc1, 0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'x'},
+		{0xc1, 0x12, 0, 0, 0, 0, 0, 0, 0, 1, 5, 'a'}, {0xc1, 0x11, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, {0xc1, 0x18}} {
 		require.False(t, docfmt.Canonical(v), "%x", v)
 	}
 }
 
-// The upgrade's rule: whatever a store of format 1 or 2 held, the value
-// Upgrade makes of it reads, by the current format, as the original read
-// by its own; and what the current format reads is canonical.
+// The upgrade's rule: whatever a store of format 1, 2 or 3 held, the
+// value Upgrade makes of it reads, by the current format, as the original
+// read by its own; from formats 1 and 2 what the current format reads is
+// canonical (from 3, a non-canonical value stays so unless it would be
+// misread).
 func FuzzUpgrade(f *testing.F) {
-	f.Add([]byte{0xc1, 0x01, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, false)
-	f.Add([]byte{0xc1}, true)
-	f.Add([]byte{0xc1, 0x00, 'a'}, false)
-	f.Add([]byte("plain"), true)
-	f.Fuzz(func(t *testing.T, v []byte, one bool) {
-		from := 2
-		if one {
-			from = 1
+	f.Add([]byte{0xc1, 0x01, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, uint8(2))
+	f.Add([]byte{0xc1}, uint8(1))
+	f.Add([]byte{0xc1, 0x00, 'a'}, uint8(2))
+	f.Add([]byte("plain"), uint8(1))
+	f.Add([]byte{0xc1, 0x12, 0, 0, 0, 0, 0, 0, 0, 1, 1, 'm', 'd'}, uint8(3))
+	f.Fuzz(func(t *testing.T, v []byte, from uint8) {
+		from = from%3 + 1
+		up, _ := docfmt.Upgrade(int(from), v)
+		require.Equal(t, readAs(docfmt.RulesOf(int(from)), v), readAs(docfmt.Rules{}, up), "from %d: %x became %x", from, v, up)
+		require.Zero(t, docfmt.Rules{}.Parse(up).Time, "a value of format %d has no commit time", from)
+		if from < 3 {
+			require.True(t, docfmt.Canonical(up), "%x", up)
 		}
-		up, _ := docfmt.Upgrade(from, v)
-		require.Equal(t, readAs(docfmt.RulesOf(from), v), readAs(docfmt.Rules{}, up), "from %d: %x became %x", from, v, up)
-		require.True(t, docfmt.Canonical(up), "%x", up)
 	})
+}
+
+// Whatever AppendVersion writes, Parse gives back; and no stored value
+// makes Parse panic.
+func FuzzVersion(f *testing.F) {
+	f.Add([]byte("doc"), int64(5), false, int64(0), []byte(nil))
+	f.Add([]byte{0xc1}, int64(1), false, int64(7), []byte("meta"))
+	f.Add([]byte{}, int64(-3), true, int64(7), []byte{})
+	f.Fuzz(func(t *testing.T, doc []byte, tm int64, deleted bool, expires int64, meta []byte) {
+		docfmt.Rules{}.Parse(doc)
+		docfmt.RulesOf(3).Parse(doc)
+		if len(meta) > docfmt.MaxMetaSize {
+			return
+		}
+		v := docfmt.AppendVersion(nil, tm, deleted, expires, meta)
+		if !deleted {
+			v = append(v, doc...)
+		}
+		require.True(t, docfmt.Canonical(v), "%x", v)
+		got := docfmt.Rules{}.Parse(v)
+		require.Equal(t, max(tm, 1), got.Time)
+		require.Equal(t, deleted, got.Deleted)
+		require.Equal(t, deleted, docfmt.Rules{}.IsDeleteMarker(v))
+		require.Equal(t, meta != nil, got.Meta != nil)
+		require.Equal(t, string(meta), string(got.Meta))
+		if deleted {
+			require.Nil(t, got.Doc)
+			require.Zero(t, got.Expires)
+			return
+		}
+		require.Equal(t, string(doc), string(got.Doc))
+		require.Equal(t, max(expires, 0), got.Expires)
+		require.Equal(t, expires > 0, docfmt.HasExpiry(v))
+		// A header is never misread by format 3 as a marker or an expiry.
+		require.Equal(t, readAs(docfmt.RulesOf(3), v), reading{doc: string(v)})
+	})
+}
+
+// The example in the package doc.
+func TestVersionExample(t *testing.T) {
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC).UnixNano()
+	v := append(docfmt.AppendVersion(nil, at, false, 0, nil), 0x81, 0xa1, 0x61, 0x01)
+	require.Equal(t, "c11018eb968af5288000"+"81a16101", hex.EncodeToString(v))
+	require.Equal(t, "c11418eb968af5288001", hex.EncodeToString(docfmt.AppendVersion(nil, at+1, true, 0, nil)))
 }

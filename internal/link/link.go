@@ -108,6 +108,30 @@ func (b *InBatch) writeTarget() (*DB, *Tx, error) {
 	return b.db, b.tx, nil
 }
 
+// WithMeta is a Writer that writes through another with metadata of its
+// own (tipkv.WithMetadata): each write made through it carries meta.
+type WithMeta struct {
+	w    Writer
+	meta []byte // encoded (docfmt.AppendMeta)
+	err  error  // the metadata's, returned by every write
+}
+
+// NewWithMeta returns a Writer that writes through w with meta, or fails
+// every write with err when it is not nil.
+func NewWithMeta(w Writer, meta []byte, err error) *WithMeta {
+	if inner, ok := w.(*WithMeta); ok && inner != nil {
+		w = inner.w // the outer metadata replaces the inner
+	}
+	return &WithMeta{w: w, meta: meta, err: err}
+}
+
+func (m *WithMeta) writeTarget() (*DB, *Tx, error) {
+	if m.err != nil {
+		return nil, nil, m.err
+	}
+	return target(m.w)
+}
+
 // InView is the handle a *tipkv.Snapshot embeds: its view, until EndView.
 type InView struct {
 	db *DB
@@ -155,6 +179,14 @@ func Of(w Writer) (*DB, error) {
 	return db, err
 }
 
+// TxOf returns the Tx of a *tipkv.Batch whose Update is running (nil for
+// a *tipkv.DB). A nil w, or a Batch used after its Update returned, is
+// ErrInvalid.
+func TxOf(w Writer) (*Tx, error) {
+	_, tx, err := target(w)
+	return tx, err
+}
+
 // ReaderOf returns what r reads (the live store of a *tipkv.DB, the view
 // of a *tipkv.Snapshot) and the DB it belongs to. A nil r, or a Snapshot
 // whose View returned, is ErrInvalid.
@@ -188,6 +220,15 @@ func write(w Writer, f func(*Tx) error, once bool) error {
 	db, tx, err := target(w)
 	if err != nil {
 		return err
+	}
+	if m, ok := w.(*WithMeta); ok {
+		inner := f
+		f = func(tx *Tx) error {
+			prev := tx.writeMeta
+			tx.writeMeta = m.meta
+			defer func() { tx.writeMeta = prev }()
+			return inner(tx)
+		}
 	}
 	if tx != nil {
 		return f(tx)

@@ -32,6 +32,10 @@ type Tx struct {
 	state     []stateEntry
 	stateMap  map[any]any // the state, once it has more than maxStateList keys
 	running   atomic.Bool
+	now       int64 // the clock reading of Now, Unix ns; 0 until then
+	// The encoded metadata (docfmt.AppendMeta) of the Update (SetMeta)
+	// and of the write running now (a WithMeta writer); nil for none.
+	batchMeta, writeMeta []byte
 	// ended is set once the OnCommit or OnAbort hooks have all run: nothing
 	// of the Tx's outcome is pending, so Release may recycle it.
 	ended bool
@@ -67,7 +71,8 @@ func (t *Tx) Release() {
 	if !t.ended {
 		return
 	}
-	t.Batch, t.DB, t.ended = nil, nil, false
+	t.Batch, t.DB, t.ended, t.now = nil, nil, false, 0
+	t.batchMeta, t.writeMeta = nil, nil
 	t.running.Store(false)
 	t.prepare = reuse(t.prepare)
 	t.applied = reuse(t.applied)
@@ -86,6 +91,33 @@ func reuse[E any](s []E) []E {
 	clear(s)
 	return s[:0]
 }
+
+// Now returns the Tx's commit time, Unix nanoseconds (at least 1): the
+// DB's clock read at the Tx's first call, so that every version, event
+// and message one Update writes carries the same base time. A write whose
+// record must be newer than its predecessor's takes the greater of this
+// and the predecessor's time plus 1 ns. An Update that runs again (a
+// failed condition on a shared engine) gets a new Tx, so a new reading.
+func (t *Tx) Now() int64 {
+	if t.now == 0 {
+		t.now = max(t.DB.Clock().UnixNano(), 1)
+	}
+	return t.now
+}
+
+// Meta returns the encoded metadata of the write running on t: its own
+// (tipkv.WithMetadata) or else the Update's (Batch.SetMetadata); nil for
+// none. Packages store it with every version, event or message the write
+// makes.
+func (t *Tx) Meta() []byte {
+	if t.writeMeta != nil {
+		return t.writeMeta
+	}
+	return t.batchMeta
+}
+
+// SetMeta sets the Update's metadata (Batch.SetMetadata).
+func (t *Tx) SetMeta(meta []byte) { t.batchMeta = meta }
 
 // SetRunning marks whether the caller's Update function is running on this
 // Tx (set by the root package only).

@@ -1,0 +1,269 @@
+package versioned
+
+import (
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/engine"
+)
+
+// Reads of a whole collection by time: a skip-scan, as LatestAll, whose
+// step per document is the latest version (one seek, the usual answer for
+// a document not written since the time asked for) or, for a document
+// written since, a search of its versions by time (see bytime.go) on an
+// iterator of its own, in the same view.
+
+// TimeChange is one document that changed between two times (ChangedBetween):
+// its version at each end. A side with no live version (the document did
+// not exist yet, was deleted, or its version there has expired) is the
+// zero Doc (Version 0).
+type TimeChange[T any] struct {
+	ID            string
+	Before, After Doc[T]
+}
+
+// LatestAllAsOf yields the version of every document of the collection
+// that was latest at t, in id order, from the first id in [q.Prefix,
+// q.Prefix+1) after the id of q.After, at most q.Limit documents:
+// LatestAll as the collection stood at t. Documents younger than t,
+// deleted at t, or whose version at t has expired are skipped. A document
+// whose versions at t were dropped by retention ends the read with a
+// *tipkv.PrunedError (tipkv.ErrPruned), one whose version at t predates
+// commit times with tipkv.ErrUntimed: never a silently wrong collection.
+// q.From and q.To must be zero. Cursors (Doc.Cursor, q.After) are
+// LatestAll's.
+//
+// It reads one snapshot of the store (on a DB; in a CollectionView, the
+// view's): one seek per document not written since t, a search by time
+// (2 + log2(versions) seeks) per document written since. An error is
+// yielded once, as the last pair.
+func (c *Collection[T]) LatestAllAsOf(t time.Time, q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return c.inSnapshot(func(r engine.Reader) iter.Seq2[Doc[T], error] { return c.latestAllAsOf(r, t, q) })
+}
+
+// ChangedBetween yields every document of the collection whose version
+// changed between from and to (from < to): it has a version with a commit
+// time in (from, to]. Each comes with its live versions at from and at
+// to (TimeChange.Before, TimeChange.After; the zero Doc for none: a document
+// created, deleted or purged in between). In id order, from the first id
+// in [q.Prefix, q.Prefix+1) after q.After (a LatestAll cursor of a
+// TimeChange's After or Before), at most q.Limit changes. Errors as
+// LatestAllAsOf (ErrPruned when the version at from was dropped). A
+// document purged whole after to is not seen. One snapshot; one seek per
+// document not written since from.
+func (c *Collection[T]) ChangedBetween(from, to time.Time, q tipkv.Query) iter.Seq2[TimeChange[T], error] {
+	return c.inSnapshot2(func(r engine.Reader) iter.Seq2[TimeChange[T], error] { return c.changedBetween(r, from, to, q) })
+}
+
+// inSnapshot runs seq on a snapshot of the store, closed after.
+func (c *Collection[T]) inSnapshot(seq func(engine.Reader) iter.Seq2[Doc[T], error]) iter.Seq2[Doc[T], error] {
+	return func(yield func(Doc[T], error) bool) {
+		snap, err := c.store.NewSnapshot()
+		if err != nil {
+			yield(Doc[T]{}, fmt.Errorf("collection %q: %w", c.name, err))
+			return
+		}
+		defer snap.Close()
+		seq(snap)(yield)
+	}
+}
+
+func (c *Collection[T]) inSnapshot2(seq func(engine.Reader) iter.Seq2[TimeChange[T], error]) iter.Seq2[TimeChange[T], error] {
+	return func(yield func(TimeChange[T], error) bool) {
+		snap, err := c.store.NewSnapshot()
+		if err != nil {
+			yield(TimeChange[T]{}, fmt.Errorf("collection %q: %w", c.name, err))
+			return
+		}
+		defer snap.Close()
+		seq(snap)(yield)
+	}
+}
+
+// docStep is what walkTimes shows of one document: its id, its latest
+// version's time, and a way to search its versions by time.
+type docStep struct {
+	id     string
+	latest int64
+	ltime  int64
+	raw    []byte // the latest version's value, valid until the next step
+	prefix []byte
+}
+
+// walkTimes walks the documents of [q.Prefix, q.Prefix+1) after q.After
+// with one seek each, calling visit for each; visit returns false to stop.
+func (c *Collection[T]) walkTimes(r engine.Reader, q tipkv.Query, visit func(s docStep) (bool, error)) (err error) {
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	if q.From != 0 || q.To != 0 {
+		return fmt.Errorf("%w: a read by time takes no version bounds", tipkv.ErrInvalid)
+	}
+	lo := appendEscaped(append([]byte(nil), c.prefix...), q.Prefix)
+	hi := codec.PrefixEnd(lo)
+	if q.After != "" {
+		id, err := parseIDCursor(q.After, c.prefix)
+		if err != nil {
+			return err
+		}
+		if next := codec.ImmediateSuccessor(nil, c.docPrefix(nil, id)); string(next) > string(lo) {
+			lo = next
+		}
+		if string(lo) >= string(hi) {
+			return nil
+		}
+	}
+	it, err := newIter(r, lo, hi, 1)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for ok := it.First(); ok; ok = it.NextPrefix() {
+		k := it.Key()
+		id, v, err := decodeDocTail(k[len(c.prefix):])
+		if err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+		raw, err := it.Value()
+		if err != nil {
+			return err
+		}
+		more, err := visit(docStep{id: id, latest: v, ltime: c.fm.Parse(raw).Time, raw: raw, prefix: k[:len(k)-codec.NumberSize]})
+		if err != nil || !more {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// versionAt returns the document's live version at t (ok false: none),
+// searching its versions on r when its latest is after t.
+func (c *Collection[T]) versionAt(r engine.Reader, s docStep, t int64, asked time.Time, kind byte, scratch *T) (d Doc[T], ok bool, err error) {
+	v, raw := s.latest, s.raw
+	if s.ltime == 0 || s.ltime > t {
+		tl, err := openTimeline(r, c.fm, append([]byte(nil), s.prefix...))
+		if err != nil {
+			return Doc[T]{}, false, err
+		}
+		var ans timeAnswer
+		v, raw, ans, err = tl.at(t)
+		if cerr := tl.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return Doc[T]{}, false, err
+		}
+		if ans == none {
+			return Doc[T]{}, false, nil
+		}
+		if err := c.timeAnswerErr(s.id, asked, tl, ans); err != nil {
+			return Doc[T]{}, false, err
+		}
+	}
+	if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
+		return Doc[T]{}, false, nil
+	}
+	d, err = c.doc(s.id, v, raw, kind, scratch)
+	return d, err == nil, err
+}
+
+func (c *Collection[T]) latestAllAsOf(r engine.Reader, t time.Time, q tipkv.Query) iter.Seq2[Doc[T], error] {
+	return func(yield func(Doc[T], error) bool) {
+		at := unixNano(t)
+		count, stopped := 0, false
+		scratch := new(T)
+		err := c.walkTimes(r, q, func(s docStep) (bool, error) {
+			d, ok, err := c.versionAt(r, s, at, t, kindAll, scratch)
+			if err != nil || !ok {
+				return err == nil, err
+			}
+			if !yield(d, nil) {
+				stopped = true
+				return false, nil
+			}
+			count++
+			return q.Limit <= 0 || count < q.Limit, nil
+		})
+		if err != nil && !stopped {
+			yield(Doc[T]{}, fmt.Errorf("LatestAllAsOf of collection %q: %w", c.name, err))
+		}
+	}
+}
+
+func (c *Collection[T]) changedBetween(r engine.Reader, from, to time.Time, q tipkv.Query) iter.Seq2[TimeChange[T], error] {
+	return func(yield func(TimeChange[T], error) bool) {
+		if !from.Before(to) {
+			yield(TimeChange[T]{}, fmt.Errorf("%w: ChangedBetween of collection %q: from %v is not before to %v", tipkv.ErrInvalid, c.name, from, to))
+			return
+		}
+		f, tt := unixNano(from), unixNano(to)
+		count, stopped := 0, false
+		err := c.walkTimes(r, q, func(s docStep) (bool, error) {
+			if s.ltime != 0 && s.ltime <= f {
+				return true, nil // not written since from: one seek
+			}
+			ch, changed, err := c.change(r, s, from, to, f, tt)
+			if err != nil || !changed {
+				return err == nil, err
+			}
+			if !yield(ch, nil) {
+				stopped = true
+				return false, nil
+			}
+			count++
+			return q.Limit <= 0 || count < q.Limit, nil
+		})
+		if err != nil && !stopped {
+			yield(TimeChange[T]{}, fmt.Errorf("ChangedBetween of collection %q: %w", c.name, err))
+		}
+	}
+}
+
+// change returns the document's versions at from and to, and whether a
+// version was written in (from, to]: whether they differ.
+func (c *Collection[T]) change(r engine.Reader, s docStep, from, to time.Time, f, tt int64) (ch TimeChange[T], changed bool, err error) {
+	tl, err := openTimeline(r, c.fm, append([]byte(nil), s.prefix...))
+	if err != nil {
+		return ch, false, err
+	}
+	defer func() {
+		if cerr := tl.close(); err == nil {
+			err = cerr
+		}
+	}()
+	ends := [2]struct {
+		asked time.Time
+		at    int64
+		v     int64
+		d     *Doc[T]
+	}{{from, f, 0, &ch.Before}, {to, tt, 0, &ch.After}}
+	for i := range ends {
+		e := &ends[i]
+		v, raw, ans, err := tl.at(e.at)
+		if err != nil {
+			return ch, false, err
+		}
+		if ans == none {
+			continue
+		}
+		if err := c.timeAnswerErr(s.id, e.asked, tl, ans); err != nil {
+			return ch, false, err
+		}
+		e.v = v
+		if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
+			continue
+		}
+		if *e.d, err = c.doc(s.id, v, raw, kindAll, new(T)); err != nil {
+			return ch, false, err
+		}
+	}
+	ch.ID = s.id
+	return ch, ends[0].v != ends[1].v, nil
+}
