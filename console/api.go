@@ -83,9 +83,14 @@ type Document struct {
 	// Deleted marks a delete marker: Value is empty.
 	Deleted bool  `json:"deleted,omitempty"`
 	Value   Value `json:"value"`
-	// Commit times and metadata of versions are not recorded by tipkv
-	// yet; when a store format adds them, they come here (and in the
-	// history table) as "committed" and "metadata".
+	// Committed is the version's commit time (versioned.Doc.Time); nil
+	// for a version written before store format 4, which has none.
+	Committed *time.Time `json:"committed,omitempty"`
+	// Metadata is what the write recorded (author, reason, ids,
+	// headers); nil when it recorded none. A record that does not decode
+	// is MetadataError.
+	Metadata      *tipkv.Metadata `json:"metadata,omitempty"`
+	MetadataError string          `json:"metadata_error,omitempty"`
 }
 
 // History is GET /api/document: a page of a document's versions, newest

@@ -97,6 +97,18 @@ func (c *Console) document(rend Renderer, d versioned.Doc[[]byte]) Document {
 	if !d.Deleted {
 		doc.Value = c.value(rend, d.Value)
 	}
+	if !d.Untimed() {
+		t := d.Time.UTC()
+		doc.Committed = &t
+	}
+	if d.HasMetadata() {
+		m, err := d.Metadata()
+		if err != nil {
+			doc.MetadataError = err.Error()
+		} else {
+			doc.Metadata = &m
+		}
+	}
 	return doc
 }
 

@@ -57,9 +57,10 @@
 // of the service's. A value that does not render shows as JSON (if it is),
 // text or hex, and every value is cut at Options.MaxValueBytes.
 //
-// Commit times and metadata of versions are not recorded by tipkv yet:
-// the document page keeps a column for them, marked "not recorded", and
-// the JSON has no field for them until a store format records them.
+// A document's history shows each version's commit time and the author
+// and reason its write recorded (tipkv.WithMetadata), and the JSON carries
+// them whole (Document.Committed, Document.Metadata); a version written
+// before store format 4 has no time.
 //
 // # Live tail
 //

@@ -36,10 +36,12 @@ func fill(t testing.TB, db *tipkv.DB) {
 	t.Helper()
 	orders, err := versioned.NewCollection[order](db, "orders", nil)
 	require.NoError(t, err)
-	for _, s := range []string{"placed", "paid", "shipped"} {
+	for _, s := range []string{"placed", "paid"} {
 		_, err := orders.Put(db, "o-17", order{Status: s, Total: 42.5})
 		require.NoError(t, err)
 	}
+	_, err = orders.Put(tipkv.WithMetadata(db, tipkv.Metadata{Author: "ada", Reason: "courier picked it up"}), "o-17", order{Status: "shipped", Total: 42.5})
+	require.NoError(t, err)
 	_, err = orders.Put(db, "o-18", order{Status: "placed", Total: 7})
 	require.NoError(t, err)
 	_, err = orders.Put(db, "gone", order{Status: "placed"})

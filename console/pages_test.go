@@ -26,7 +26,7 @@ func TestPagesRender(t *testing.T) {
 		{"/", []string{"Overview", "jobs", "Block cache"}},
 		{"/collections", []string{`href="/collection?name=orders"`}},
 		{"/collection?name=orders", []string{"o-17", "o-18", `{&#34;status&#34;:&#34;shipped&#34;,&#34;total&#34;:42.5}`}},
-		{"/document?name=orders&id=o-17", []string{"3 version(s) kept", "shipped", "not recorded"}},
+		{"/document?name=orders&id=o-17", []string{"3 version(s) kept", "shipped", "committed", "ada", "courier picked it up"}},
 		{"/document?name=orders&id=o-17&v=2", []string{"As of version 2: version 2", "paid"}},
 		{"/document?name=orders&id=gone", []string{"deleted"}},
 		{"/diff?name=orders&id=o-17&a=1&b=3", []string{`<span class="del">-   &#34;status&#34;: &#34;placed&#34;,`, `<span class="add">&#43;   &#34;status&#34;: &#34;shipped&#34;,`}},
