@@ -224,7 +224,8 @@ func (sub *subscription) end() {
 
 // handOut gives wm to the subscription's channel and waits until it is
 // acknowledged or nacked; it calls tick every interval meanwhile (when
-// tick is not nil). It returns false when the subscription ends first.
+// tick is not nil). It returns false when the subscription ends first,
+// unless the message was acknowledged or nacked by then.
 func (sub *subscription) handOut(wm *message.Message, tick func(), interval time.Duration) (acked, ok bool) {
 	var tc <-chan time.Time
 	if tick != nil {
@@ -251,7 +252,17 @@ func (sub *subscription) handOut(wm *message.Message, tick func(), interval time
 		case <-tc:
 			tick()
 		case <-sub.ctx.Done():
-			return false, false
+			// An Ack or Nack made before the subscription ended counts,
+			// whichever case select picked: Close after Ack must not
+			// redeliver the message.
+			select {
+			case <-wm.Acked():
+				return true, true
+			case <-wm.Nacked():
+				return false, true
+			default:
+				return false, false
+			}
 		}
 	}
 }
