@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -39,20 +40,28 @@ const wakeFloor = 5 * time.Millisecond
 // phase of its poll, as a real writer would meet it. The default
 // NotifyFamilies (p50-ms, p99-ms) and the old default, queue state alone
 // (narrow-p50-ms, narrow-p99-ms), each on a table of its own, in
-// interleaved chunks of the same run.
+// interleaved chunks of the same run. commit-p50-ms and commit-p99-ms are
+// the default side's writes alone (the call to its return), to tell a
+// slow commit from a slow wake-up.
 func BenchmarkTipkvWake(b *testing.B) {
 	for _, op := range []string{"follow", "watch", "wait"} {
 		b.Run("op="+op, func(b *testing.B) {
-			def := wakeRig(b, op, nil)
-			narrow := wakeRig(b, op, narrowFamilies)
+			var commits []time.Duration
+			def := wakeRig(b, op, nil, &commits)
+			narrow := wakeRig(b, op, narrowFamilies, nil)
 			pairedAs(b, "narrow", def, narrow)
+			slices.Sort(commits)
+			pct := func(p float64) float64 { return float64(commits[int(p*float64(len(commits)-1))]) / 1e6 }
+			b.ReportMetric(pct(0.5), "commit-p50-ms")
+			b.ReportMetric(pct(0.99), "commit-p99-ms")
 		})
 	}
 }
 
 // wakeRig opens a writer and a follower for op on a new table with the
-// given families (nil: the default) and returns one measured write.
-func wakeRig(b *testing.B, op string, families []codec.Family) func(i int) time.Duration {
+// given families (nil: the default) and returns one measured write. If
+// commits is not nil, each write's own duration is appended to it.
+func wakeRig(b *testing.B, op string, families []codec.Family, commits *[]time.Duration) func(i int) time.Duration {
 	b.Helper()
 	cfg := sqlkv.Config{DSN: dsn(b), Table: newTable(b), NotifyFamilies: families}
 	open := func() *tipkv.DB {
@@ -125,6 +134,9 @@ func wakeRig(b *testing.B, op string, families []codec.Family) func(i int) time.
 		start := time.Now()
 		if err := write(i); err != nil {
 			b.Fatal(err)
+		}
+		if commits != nil {
+			*commits = append(*commits, time.Since(start))
 		}
 		select {
 		case t := <-woke:
