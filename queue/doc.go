@@ -283,8 +283,9 @@
 //   - Wait watches the queue's state key (every enqueue writes it) and its
 //     items (Release and Retry write those) where the engine can watch,
 //     and otherwise reads again every Caps.PollInterval; on PostgreSQL
-//     only the state family notifies by default, so a Release by another
-//     process wakes a Wait within the poll interval. No write marks a lease
+//     the state family notifies and the items family does not (every
+//     Receive and Ack writes items), so a Release by another process
+//     wakes a Wait within the poll interval. No write marks a lease
 //     that lapses: Wait sets a timer for the earliest lease end (plus
 //     ClockSkew) or delay it has read.
 package queue

@@ -53,6 +53,13 @@ func wall(f func(int)) func(int) time.Duration {
 // the time it stands for.
 func pairedTimes(b *testing.B, op, base func(i int) time.Duration) {
 	b.Helper()
+	pairedAs(b, "raw", op, base)
+}
+
+// pairedAs is pairedTimes with the base's metrics named after it
+// ("<name>-p50-ms", ...) rather than raw pgx's.
+func pairedAs(b *testing.B, name string, op, base func(i int) time.Duration) {
+	b.Helper()
 	const chunks = 10
 	per := max(b.N/chunks, 1)
 	var tOp, tBase []time.Duration
@@ -92,11 +99,11 @@ func pairedTimes(b *testing.B, op, base func(i int) time.Duration) {
 		return float64(sum.Nanoseconds()) / float64(len(ds))
 	}
 	b.ReportMetric(mean(tOp), "ns/op")
-	b.ReportMetric(mean(tBase), "raw-ns/op")
+	b.ReportMetric(mean(tBase), name+"-ns/op")
 	b.ReportMetric(ms(pct(tOp, 0.5)), "p50-ms")
 	b.ReportMetric(ms(pct(tOp, 0.99)), "p99-ms")
-	b.ReportMetric(ms(pct(tBase, 0.5)), "raw-p50-ms")
-	b.ReportMetric(ms(pct(tBase, 0.99)), "raw-p99-ms")
+	b.ReportMetric(ms(pct(tBase, 0.5)), name+"-p50-ms")
+	b.ReportMetric(ms(pct(tBase, 0.99)), name+"-p99-ms")
 	b.ReportMetric(float64(pct(tOp, 0.5))/float64(pct(tBase, 0.5)), "ratio")
 	b.ReportMetric(ratios[0], "ratio-min")
 	b.ReportMetric(ratios[len(ratios)-1], "ratio-max")

@@ -115,14 +115,34 @@ type Config struct {
 	// poll.
 	NoWatch bool
 	// NotifyFamilies are the key families whose writes send a
-	// notification (one pg_notify per batch that writes any of them). A
-	// Watch on a range inside these families is woken by notifications;
-	// any other Watch wakes every PollInterval (spurious wake-ups the
-	// contract allows). Notifying costs every notifying commit a global
-	// lock: measured at 31-36% of write throughput when every write
-	// notified. The default is queue state (0x03) only: a queue's tail,
-	// written by every enqueue, lives there. Every process on one table
-	// must use the same families; an empty, non-nil list notifies nothing.
+	// notification: one pg_notify per commit that writes any of them, on
+	// the table's one channel, naming the keys written (a range per
+	// family, or the family alone, when a batch writes many; see
+	// listBudget). A Watch on a range inside these families is woken by
+	// notifications (and, as a backstop, every 10 PollIntervals); any
+	// other Watch wakes every PollInterval (spurious wake-ups the contract
+	// allows).
+	//
+	// The default is every family a follower waits on: document versions
+	// (0x01, Collection.Watch), queue state (0x03, a queue's Wait: the
+	// tail every enqueue writes) and feeds (0x04, Feed.Follow), so that
+	// followers in other processes wake at a commit rather than at the
+	// next poll. Until this release the default was queue state alone,
+	// and Follow and Watch polled every PollInterval (100 ms).
+	//
+	// The cost: PostgreSQL (15, as tested here) takes one cluster-wide
+	// lock at the commit of a transaction that notified and holds it until
+	// the commit is done, its WAL flush included, so notifying commits
+	// are serialised with each other at that step.
+	// Issue 17 measured 31-36% of write throughput when every write
+	// notified; BENCHMARKS.md (sqlkv) has the paired figure for the new
+	// default. A store whose documents and feeds nobody follows across
+	// processes can narrow the list to codec.FamilyQueueState (the old
+	// default) and get that throughput back; its Follow and Watch then
+	// poll. Every process on one table must use the same families (a
+	// watcher whose family another process writes without notifying sees
+	// those writes only at the backstop); an empty, non-nil list notifies
+	// nothing.
 	NotifyFamilies []codec.Family
 	// PollInterval is how often a wait polls when there is no
 	// notification. The default is 100 ms.
@@ -174,7 +194,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.NoWatch = true // no LISTEN/NOTIFY (YugabyteDB's is behind an early-access flag)
 	}
 	if c.NotifyFamilies == nil {
-		c.NotifyFamilies = []codec.Family{codec.FamilyQueueState}
+		c.NotifyFamilies = []codec.Family{codec.FamilyVersions, codec.FamilyQueueState, codec.FamilyFeed}
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 100 * time.Millisecond

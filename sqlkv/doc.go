@@ -15,9 +15,10 @@
 // lock.go); each iterator reads one
 // REPEATABLE READ view, paged with tight bounds (iter.go); changes are
 // pushed by LISTEN/NOTIFY for the key families in Config.NotifyFamilies
-// (by default the queue state alone, which a queue's Wait watches), and
-// polled every Config.PollInterval otherwise: a feed's Follow and a
-// document's Watch poll every 100 ms by default (watch.go). A commit
+// (by default those of documents, queue state and feeds, which
+// Collection.Watch, a queue's Wait and Feed.Follow watch: one
+// notification per commit), and polled every Config.PollInterval
+// otherwise (watch.go). A commit
 // whose outcome the client cannot know matches engine.ErrUnknownOutcome and is never retried.
 //
 // bytea compares as bytes.Compare, which is tipkv's key order; newest-first

@@ -384,38 +384,90 @@ func (s *Store) planWrites(p *plan, ops []op, inserts map[int]bool) {
 	}
 }
 
-// maxPayload keeps a notification under PostgreSQL's 8000-byte limit.
-const maxPayload = 7000
+// listBudget is the most bytes a notification spends naming keys and
+// ranges one by one. A batch whose notified writes would take more (an
+// outbox Update of 500 documents, a feed append of many events) names,
+// for each family, one range covering its writes there, and if even that
+// is too long (very long keys), only the families: "something changed in
+// family F", a wake-up for every watch of F. So a notification is at most
+// a few KiB whatever the batch, and one pg_notify per commit: PostgreSQL
+// copies every payload into its notification queue and each listening
+// process reads it.
+const listBudget = 1024
 
-// payload is the notification of a batch: the keys it writes in notified
-// families, in hex, comma-separated ("k<hex>" for a key, "r<hex>-<hex>"
-// for a deleted range), or "*" (wake every watch) when that would be too
-// long. Empty: nothing to notify.
+// payload is the notification of a batch: the writes in notified
+// families, comma-separated: "k<hex>" for a key, "r<hex>-<hex>" for a
+// range [lo, hi) (a deleted range, or a family's writes collapsed), or
+// "f<hex>" for a whole family (see listBudget). Empty: nothing to notify.
+// A listener that meets an entry it does not know wakes every watch.
 func (s *Store) payload(ops []op) string {
-	var b strings.Builder
+	type fam struct {
+		entries []string
+		lo, hi  []byte // covering every write of the batch in the family
+	}
+	var fams [256]*fam
+	var order []byte // families in order of first write
+	seen := map[string]bool{}
+	size := 0
+	note := func(f byte, e string, lo, hi []byte) {
+		fm := fams[f]
+		if fm == nil {
+			fm = &fam{lo: lo, hi: hi}
+			fams[f] = fm
+			order = append(order, f)
+		}
+		if bytes.Compare(lo, fm.lo) < 0 {
+			fm.lo = lo
+		}
+		if bytes.Compare(hi, fm.hi) > 0 {
+			fm.hi = hi
+		}
+		if seen[e] || size > listBudget {
+			return // past the budget, only the bounds matter
+		}
+		seen[e] = true
+		fm.entries = append(fm.entries, e)
+		size += len(e) + 1
+	}
 	for _, o := range ops {
-		if o.kind == opDeleteRange {
+		switch {
+		case o.kind == opDeleteRange:
 			if !s.notifiedRange(o.k, o.end) {
 				continue
 			}
-			if b.Len() > 0 {
-				b.WriteByte(',')
+			var f byte
+			if len(o.k) > 0 {
+				f = o.k[0]
 			}
-			b.WriteString("r" + hex.EncodeToString(o.k) + "-" + hex.EncodeToString(o.end))
-		} else {
-			if len(o.k) == 0 || !s.notify[o.k[0]] {
-				continue
-			}
-			if b.Len() > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString("k" + hex.EncodeToString(o.k))
-		}
-		if b.Len() > maxPayload {
-			return "*"
+			note(f, "r"+hex.EncodeToString(o.k)+"-"+hex.EncodeToString(o.end), o.k, o.end)
+		case len(o.k) > 0 && s.notify[o.k[0]]:
+			note(o.k[0], "k"+hex.EncodeToString(o.k), o.k, append(o.k[:len(o.k):len(o.k)], 0))
 		}
 	}
-	return b.String()
+	var out []string
+	switch {
+	case len(order) == 0:
+		return ""
+	case size <= listBudget:
+		for _, f := range order {
+			out = append(out, fams[f].entries...)
+		}
+	default:
+		n := 0
+		for _, f := range order {
+			fm := fams[f]
+			e := "r" + hex.EncodeToString(fm.lo) + "-" + hex.EncodeToString(fm.hi)
+			out = append(out, e)
+			n += len(e) + 1
+		}
+		if n > listBudget {
+			out = out[:0]
+			for _, f := range order {
+				out = append(out, "f"+hex.EncodeToString([]byte{f}))
+			}
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // notifiedRange reports whether [lo, hi) may hold a key of a notified

@@ -2,6 +2,7 @@ package sqlkv
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func TestPayloadAndDispatch(t *testing.T) {
 	for range 1000 {
 		many = append(many, op{kind: opSet, k: state})
 	}
-	require.Equal(t, "*", s.payload(many))
+	require.Equal(t, "k036a6f62730001", s.payload(many), "a key written many times is named once")
 
 	h := newHub(s)
 	in := &watcher{lo: state, hi: codec.PrefixEnd(state), ch: make(chan struct{}, 1)}
@@ -81,7 +82,70 @@ func TestPayloadAndDispatch(t *testing.T) {
 	require.Len(t, out.ch, 1)
 	<-in.ch
 	<-out.ch
+	h.dispatch("f03")
+	require.Len(t, in.ch, 1, "a family names every watch in it")
+	require.Len(t, out.ch, 1)
+	<-in.ch
+	<-out.ch
+	h.dispatch("f02")
+	require.Len(t, in.ch, 0)
+	require.Len(t, out.ch, 0)
 	h.dispatch("x-from-a-newer-version")
 	require.Len(t, in.ch, 1)
 	require.Len(t, out.ch, 1)
+}
+
+// A batch that writes many keys of notified families sends one
+// notification of bounded size: a range per family covering its writes,
+// or the families alone when even that is too long; each still wakes the
+// watches of what was written, and no other family's.
+func TestPayloadBounded(t *testing.T) {
+	s := &Store{}
+	for _, f := range []codec.Family{codec.FamilyVersions, codec.FamilyQueueState, codec.FamilyFeed} {
+		s.notify[f] = true
+	}
+	docKey := func(id string) []byte {
+		return codec.AppendDesc(codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "orders"), id), 1)
+	}
+	state := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "outbox")
+	var ops []op
+	for i := range 500 { // an outbox Update: 500 documents, their events, the tail
+		ops = append(ops, op{kind: opSet, k: docKey(fmt.Sprintf("o-%03d", i))}, op{kind: opSet, k: qk("outbox", int64(i))})
+	}
+	ops = append(ops, op{kind: opSet, k: state})
+	p := s.payload(ops)
+	require.LessOrEqual(t, len(p), 2*listBudget)
+	require.Equal(t, 2, strings.Count(p, ",")+1, "one range per family: %s", p)
+
+	h := newHub(s)
+	watch := func(lo, hi []byte) *watcher {
+		w := &watcher{lo: lo, hi: hi, ch: make(chan struct{}, 1)}
+		h.watchers[w] = struct{}{}
+		return w
+	}
+	first := watch(docKey("o-000"), codec.PrefixEnd(docKey("o-000")))
+	last := watch(docKey("o-499"), codec.PrefixEnd(docKey("o-499")))
+	tail := watch(state, codec.PrefixEnd(state))
+	other := watch(docKey("p-1"), codec.PrefixEnd(docKey("p-1")))
+	feed := watch([]byte{0x04}, []byte{0x05})
+	h.dispatch(p)
+	require.Len(t, first.ch, 1)
+	require.Len(t, last.ch, 1)
+	require.Len(t, tail.ch, 1)
+	require.Len(t, other.ch, 0, "outside the range of the batch's documents")
+	require.Len(t, feed.ch, 0, "a family the batch did not write")
+	<-first.ch
+	<-last.ch
+	<-tail.ch
+
+	// Keys too long for even one range a family: the families alone.
+	long := func(c byte) []byte {
+		return append(codec.AppendFamily(nil, codec.FamilyFeed), bytes.Repeat([]byte{c}, 600)...)
+	}
+	p = s.payload([]op{{kind: opSet, k: long('a')}, {kind: opSet, k: long('z')}, {kind: opSet, k: state}})
+	require.Equal(t, "f04,f03", p)
+	h.dispatch(p)
+	require.Len(t, feed.ch, 1)
+	require.Len(t, tail.ch, 1)
+	require.Len(t, first.ch, 0)
 }

@@ -17,23 +17,27 @@ import (
 // Watch implements engine.Watcher.
 //
 // On PostgreSQL, a batch that writes a key of a notified family
-// (Config.NotifyFamilies) sends one pg_notify on the table's channel,
-// inside its transaction, naming the keys; PostgreSQL delivers it at
-// commit to every session listening then. Each store listens on one
-// connection of its own, opened by the first Watch; a Watch on a range
-// inside one notified family registers with it and is woken by the
-// notifications that name a key in its range. LISTEN has completed before
-// Watch returns, so no commit after that is missed. If the listening
-// connection breaks, every such watch's channel closes (the caller reads
-// again and watches again, which reconnects).
+// (Config.NotifyFamilies: by default document versions, queue state and
+// feeds, the families Collection.Watch, a queue's Wait and Feed.Follow
+// watch) sends one pg_notify on the table's channel, inside its
+// transaction, naming the keys, or, for a batch that writes many, a range
+// or the family (see listBudget); PostgreSQL delivers it at commit to
+// every session listening then. Each store listens on one connection of
+// its own, opened by the first Watch; a Watch on a range inside one
+// notified family registers with it and is woken by the notifications
+// that name a key, range or family overlapping its range, and every
+// backstopPolls PollIntervals besides. LISTEN has completed before Watch
+// returns, so no commit after that is missed. If the listening connection
+// breaks, every such watch's channel closes (the caller reads again and
+// watches again, which reconnects).
 //
-// Any other Watch (a range outside the notified families, a dialect
-// without LISTEN, or NoWatch) wakes every PollInterval: the contract
-// allows spurious wake-ups, and the caller's re-read finds what changed.
-// So does a Watch made while the listening connection cannot be opened
-// (within listenTimeout, whatever the caller's ctx: the connection serves
-// every watch of the store, so one caller's short deadline must not cut
-// it).
+// Any other Watch (a range outside the notified families, such as a
+// queue's items, a dialect without LISTEN, or NoWatch) wakes every
+// PollInterval: the contract allows spurious wake-ups, and the caller's
+// re-read finds what changed. So does a Watch made while the listening
+// connection cannot be opened (within listenTimeout, whatever the caller's
+// ctx: the connection serves every watch of the store, so one caller's
+// short deadline must not cut it).
 func (s *Store) Watch(ctx context.Context, lo, hi []byte) (<-chan struct{}, error) {
 	if len(lo) == 0 || bytes.Compare(lo, hi) >= 0 {
 		return nil, fmt.Errorf("%w: sqlkv: watch of an empty or unbounded range [%x, %x)", engine.ErrInvalid, lo, hi)
@@ -158,7 +162,41 @@ func (h *hub) listen(ctx context.Context) (*listener, error) {
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &listener{conn: conn, cancel: cancel, done: make(chan struct{})}
 	go h.loop(lctx, l)
+	go h.backstop(lctx, l)
 	return l, nil
+}
+
+// backstopPolls is how many PollIntervals a watch woken by notification
+// sleeps at most: it wakes then anyway (a spurious wake-up the contract
+// allows), so a writer that does not notify the family (a process
+// configured with other NotifyFamilies, or of a version with another
+// default, during a rolling upgrade) is seen within that time, not never.
+const backstopPolls = 10
+
+// backstop wakes every watch of l each backstopPolls PollIntervals until
+// l ends.
+func (h *hub) backstop(ctx context.Context, l *listener) {
+	t := time.NewTicker(backstopPolls * h.s.cfg.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.done:
+			return
+		case <-t.C:
+			h.mu.Lock()
+			for w := range h.watchers {
+				if w.l == l {
+					select {
+					case w.ch <- struct{}{}:
+					default:
+					}
+				}
+			}
+			h.mu.Unlock()
+		}
+	}
 }
 
 func (h *hub) loop(ctx context.Context, l *listener) {
@@ -184,7 +222,8 @@ func (h *hub) loop(ctx context.Context, l *listener) {
 	l.conn.Close(context.Background())
 }
 
-// dispatch wakes the watches whose range holds a key the payload names.
+// dispatch wakes the watches whose range holds a key the payload names,
+// or overlaps a range or family it names (see Store.payload).
 func (h *hub) dispatch(payload string) {
 	var keys [][]byte
 	var ranges [][2][]byte
@@ -198,6 +237,17 @@ func (h *hub) dispatch(payload string) {
 					all = true
 				}
 				keys = append(keys, k)
+			case strings.HasPrefix(e, "f"):
+				f, err := hex.DecodeString(e[1:])
+				if err != nil || len(f) != 1 {
+					all = true
+					continue
+				}
+				var hi []byte // family 0xff: every key from 0xff up
+				if f[0] < 0xff {
+					hi = []byte{f[0] + 1}
+				}
+				ranges = append(ranges, [2][]byte{f, hi})
 			case strings.HasPrefix(e, "r"):
 				lo, hi, _ := strings.Cut(e[1:], "-")
 				a, err1 := hex.DecodeString(lo)
@@ -230,7 +280,7 @@ func (w *watcher) wants(keys [][]byte, ranges [][2][]byte) bool {
 		}
 	}
 	for _, r := range ranges {
-		if bytes.Compare(r[0], w.hi) < 0 && bytes.Compare(r[1], w.lo) > 0 {
+		if bytes.Compare(r[0], w.hi) < 0 && (r[1] == nil || bytes.Compare(r[1], w.lo) > 0) {
 			return true
 		}
 	}

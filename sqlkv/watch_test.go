@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/queue"
 	"github.com/tipkv/tipkv/sqlkv"
+	"github.com/tipkv/tipkv/versioned"
 )
 
 // A write from another store (another process) to a queue's state key
@@ -104,4 +107,86 @@ func TestWatchShortDeadline(t *testing.T) {
 	mustSet(t, second(t, s), k, []byte("tail"))
 	_, ok := <-ch
 	require.True(t, ok)
+}
+
+// By default a feed's Follow, a document's Watch and a queue's Wait on one
+// DB are woken by another DB's (another process's) Append, Put and Enqueue
+// through notification: here polling is set to an hour, so only a
+// notification can end each wait. Until the default named every family a
+// follower waits on, Follow and Watch here waited for the poll.
+func TestFollowersWokenByNotification(t *testing.T) {
+	cfg := sqlkv.Config{DSN: dsn(t), Table: newTable(t), PollInterval: time.Hour}
+	writer, err := sqlkv.Open(context.Background(), cfg, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = writer.Close() })
+	fs, err := sqlkv.NewStore(context.Background(), cfg)
+	require.NoError(t, err)
+	follower, err := tipkv.OpenEngine(fs, fs.Name(), nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = follower.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang, not a timing
+	defer cancel()
+
+	wf, err := versioned.NewFeed[string](writer, nil)
+	require.NoError(t, err)
+	ff, err := versioned.NewFeed[string](follower, nil)
+	require.NoError(t, err)
+	wd, err := versioned.NewCollection[string](writer, "docs", nil)
+	require.NoError(t, err)
+	fd, err := versioned.NewCollection[string](follower, "docs", nil)
+	require.NoError(t, err)
+	wq, err := queue.Open[string](writer, "jobs", nil)
+	require.NoError(t, err)
+	fq, err := queue.Open[string](follower, "jobs", nil)
+	require.NoError(t, err)
+
+	woke := make(chan string, 3)
+	asleep := func() {
+		// Each follower's first read finds nothing; then it waits on a
+		// registered watch.
+		for n := 0; n < 3; n = sqlkv.NotifyWatches(fs) {
+			if ctx.Err() != nil {
+				t.Fatalf("%d of 3 followers wait for notifications", n)
+			}
+			time.Sleep(time.Millisecond) // waiting for the event, not for a time
+		}
+	}
+	go func() {
+		for e, err := range ff.Follow(ctx, "s", 0) {
+			if err == nil {
+				woke <- "follow " + e.Value
+			}
+			return
+		}
+	}()
+	go func() {
+		for c, err := range fd.Watch(ctx, "d", 0) {
+			if err == nil {
+				woke <- "watch " + c.Doc.Value
+			}
+			return
+		}
+	}()
+	go func() {
+		ms, err := fq.ReceiveWait(ctx, 1, time.Minute)
+		if err == nil && len(ms) == 1 {
+			woke <- "wait " + ms[0].Value
+		}
+	}()
+	asleep()
+	_, err = wf.Append(writer, "s", "e1")
+	require.NoError(t, err)
+	_, err = wd.Put(writer, "d", "v1")
+	require.NoError(t, err)
+	require.NoError(t, wq.Enqueue(writer, "m1"))
+	var got []string
+	for range 3 {
+		select {
+		case s := <-woke:
+			got = append(got, s)
+		case <-ctx.Done():
+			t.Fatalf("woken: %v; the others still wait", got)
+		}
+	}
+	require.ElementsMatch(t, []string{"follow e1", "watch v1", "wait m1"}, got)
 }

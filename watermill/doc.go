@@ -123,9 +123,9 @@
 // stored in the messages (they outlive a crash and run out), and an
 // Update that publishes may run its function again when another process
 // published to the same topic first. Waiting uses the engine's watch
-// where it has one, and otherwise polls (on PostgreSQL, add
-// codec.FamilyFeed to sqlkv.Config.NotifyFamilies beside the queue state
-// to wake subscriptions without the poll interval). On etcd a batch holds
+// where it has one, and otherwise polls (on PostgreSQL, feeds notify by
+// default: a list given in sqlkv.Config.NotifyFamilies must keep
+// codec.FamilyFeed to wake subscriptions without the poll interval). On etcd a batch holds
 // at most 128 operations by default: the subscription finds that out by
 // the first refused batch and then writes acknowledgements and moves in
 // smaller Updates of their own.
