@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
@@ -80,7 +81,8 @@ func TestPostgresStore(t *testing.T) {
 	srv, err := pgtest.Start()
 	require.NoError(t, err, "PostgreSQL for the tests (sqlkv/install-postgres.sh installs it)")
 	table := srv.NewTable()
-	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: srv.DSN(), Table: table}, nil)
+	at := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: srv.DSN(), Table: table}, &tipkv.Options{Clock: func() time.Time { return at }})
 	require.NoError(t, err)
 	defer db.Close()
 	pages, err := versioned.NewCollection[page](db, "pages", nil)
@@ -97,7 +99,10 @@ func TestPostgresStore(t *testing.T) {
 	u.RawQuery = q.Encode()
 	out, errOut, code := runCLI("history", u.String(), "pages", "home", "-n", "2")
 	require.Equal(t, 0, code, errOut)
-	require.Equal(t, "VERSION  VALUE\n3        {\"title\":\"Welcome\"}\n2        {\"title\":\"Home page\"}\n", out)
+	require.Equal(t, `VERSION  TIME                            VALUE
+3        2026-11-26T12:00:00.000000002Z  {"title":"Welcome"}
+2        2026-11-26T12:00:00.000000001Z  {"title":"Home page"}
+`, out, "one clock reading per Update, forced 1 ns past the version before")
 
 	q.Set(tableParam, srv.NewTable())
 	u.RawQuery = q.Encode()
