@@ -30,7 +30,7 @@ import (
 //   - Every action, run or refused, logs one line.
 
 // cookieName is the CSRF cookie.
-const cookieName = "tipkv_console"
+const cookieName = "tipkv-console"
 
 // maxForm bounds an action's form body.
 const maxForm = 64 << 10

@@ -31,10 +31,10 @@ func isPostgres(target string) bool {
 
 // tableParam names the DSN parameter that says which table holds the
 // store (sqlkv.Config.Table); the DSN passed to PostgreSQL is without it.
-const tableParam = "tipkv_table"
+const tableParam = "table"
 
 // postgresConfig returns the sqlkv configuration of a DSN in URL form,
-// with its tipkv_table parameter taken out. The command never listens for
+// with its table parameter taken out. The command never listens for
 // notifications: it reads and leaves.
 func postgresConfig(target string) (sqlkv.Config, error) {
 	u, err := url.Parse(target)

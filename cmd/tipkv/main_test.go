@@ -125,7 +125,7 @@ func hostsOf(t *testing.T, endpoints []string) []string {
 // DSNs and endpoint lists become the engines' configurations: the table
 // parameter is taken out of the DSN, an etcd path is the namespace as is.
 func TestTargets(t *testing.T) {
-	cfg, err := postgresConfig("postgres://u:p@h:5432/db?sslmode=disable&tipkv_table=shop.orders")
+	cfg, err := postgresConfig("postgres://u:p@h:5432/db?sslmode=disable&table=shop.orders")
 	require.NoError(t, err)
 	require.Equal(t, "shop.orders", cfg.Table)
 	require.Equal(t, "postgres://u:p@h:5432/db?sslmode=disable", cfg.DSN)
