@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tipkv/tipkv/internal/mpext"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
@@ -111,18 +112,7 @@ func decodeAny(d *msgpack.Decoder, depth int) (any, error) {
 
 // decodeExt decodes a whole extension value: its header, then its data.
 func decodeExt(raw []byte) (any, error) {
-	var id int8
-	var data []byte
-	switch c := raw[0]; c {
-	case msgpcode.FixExt1, msgpcode.FixExt2, msgpcode.FixExt4, msgpcode.FixExt8, msgpcode.FixExt16:
-		id, data = int8(raw[1]), raw[2:]
-	case msgpcode.Ext8:
-		id, data = int8(raw[2]), raw[3:]
-	case msgpcode.Ext16:
-		id, data = int8(raw[3]), raw[4:]
-	default: // Ext32
-		id, data = int8(raw[5]), raw[6:]
-	}
+	id, data := mpext.Split(raw)
 	if id == -1 { // the msgpack timestamp
 		var t time.Time
 		if err := msgpack.Unmarshal(raw, &t); err != nil {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/mpext"
 	"github.com/vmihailenco/msgpack/v5"
 	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
@@ -155,18 +156,7 @@ func writeMsgpack(buf *bytes.Buffer, d *msgpack.Decoder, depth int) error {
 
 // writeExt writes a whole extension value: its header, then its data.
 func writeExt(buf *bytes.Buffer, raw []byte) error {
-	var id int8
-	var data []byte
-	switch c := raw[0]; c {
-	case msgpcode.FixExt1, msgpcode.FixExt2, msgpcode.FixExt4, msgpcode.FixExt8, msgpcode.FixExt16:
-		id, data = int8(raw[1]), raw[2:]
-	case msgpcode.Ext8:
-		id, data = int8(raw[2]), raw[3:]
-	case msgpcode.Ext16:
-		id, data = int8(raw[3]), raw[4:]
-	default: // Ext32
-		id, data = int8(raw[5]), raw[6:]
-	}
+	id, data := mpext.Split(raw)
 	if id == -1 { // the msgpack timestamp
 		var t time.Time
 		if err := msgpack.Unmarshal(raw, &t); err != nil {
