@@ -85,6 +85,11 @@ func OnFilterWalk(f func()) (restore func()) { return setKnob(&knobs.onFilterWal
 // until the returned function is called.
 func OnFilterGrown(f func()) (restore func()) { return setKnob(&knobs.onFilterGrown, f) }
 
+// OnLearn makes f run whenever a read of a latest version is about to
+// record it in the version cache, until the returned function is called.
+// Not safe with parallel tests.
+func OnLearn(f func()) (restore func()) { return setKnob(&knobs.onLearn, f) }
+
 // FilterCap returns the capacity of the collection's miss filter, 0 if it
 // has none.
 func FilterCap[T any](c *Collection[T]) int64 {

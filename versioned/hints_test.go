@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -79,4 +81,85 @@ func testLatestFromHints(t *testing.T, prefix string) {
 	if checks.Load() == 0 {
 		t.Fatal("no read checked")
 	}
+}
+
+// A DB that only reads a document (written before it opened) learns its
+// latest version from its first Latest: the next ones are point Gets,
+// as for a document it wrote. Delete markers are learnt too; misses are
+// not (the miss filter is for them).
+func TestLatestReadsTeachTheVersionCache(t *testing.T) {
+	dir := t.TempDir()
+	db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true})
+	require.NoError(t, err)
+	users := newUsers(t, db)
+	putN(t, users, db, "a", 5)
+	putN(t, users, db, "b", 2)
+	require.NoError(t, users.Delete(db, "b"))
+	require.NoError(t, db.Close())
+
+	db, err = tipkv.Open(dir, &tipkv.Options{NoSync: true})
+	require.NoError(t, err)
+	defer db.Close()
+	users = newUsers(t, db)
+	var c seekCounter
+	defer versioned.WrapIters(c.wrap)()
+	for i := range 3 {
+		d, err := users.Latest("a")
+		require.NoError(t, err)
+		require.Equal(t, int64(5), d.Version)
+		require.Equal(t, 4, d.Value.Age)
+		_, err = users.Latest("b")
+		require.ErrorIs(t, err, tipkv.ErrNotFound)
+		_, err = users.Latest("missing")
+		require.ErrorIs(t, err, tipkv.ErrNotFound)
+		require.Equal(t, int64(3+i), c.seeks.Load(), "read %d: the first reads of a and b seek, then only the missing id does", i)
+	}
+	// What was learnt serves the writes as well: a Put after it writes
+	// the next version.
+	_, err = users.Put(db, "a", user{Age: 5})
+	require.NoError(t, err)
+	d, err := users.Latest("a")
+	require.NoError(t, err)
+	require.Equal(t, int64(6), d.Version)
+}
+
+// A read that found the latest version records it only if nothing was
+// written since its snapshot: here a Put of the document, and then of
+// enough others that its entry leaves the small cache, happens between
+// the read and the record. Recorded, the stale version would be served
+// for ever after (until the next write of the document).
+func TestLatestReadTeachesNothingAfterAWrite(t *testing.T) {
+	defer versioned.SetCacheEntries(4)()
+	dir := t.TempDir()
+	db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true})
+	require.NoError(t, err)
+	users := newUsers(t, db)
+	putN(t, users, db, "a", 3)
+	require.NoError(t, db.Close())
+	db, err = tipkv.Open(dir, &tipkv.Options{NoSync: true})
+	require.NoError(t, err)
+	defer db.Close()
+	users = newUsers(t, db)
+
+	once := true
+	restore := versioned.OnLearn(func() {
+		if !once {
+			return
+		}
+		once = false
+		_, err := users.Put(db, "a", user{Age: 99}) // version 4
+		require.NoError(t, err)
+		for i := range 20 {
+			_, err := users.Put(db, fmt.Sprint("other-", i), user{})
+			require.NoError(t, err)
+		}
+	})
+	d, err := users.Latest("a")
+	restore()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), d.Version, "the read's own answer is as of its snapshot")
+	require.False(t, once, "the hook ran")
+	d, err = users.Latest("a")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), d.Version, "nothing older than the store is served")
 }

@@ -36,6 +36,9 @@ var knobs = struct {
 	// is about to walk the collection; onFilterGrown after a background
 	// grow ends.
 	onFilterWalk, onFilterGrown func()
+	// onLearn runs when a read of a latest version is about to teach it
+	// to the version cache (writer.learn).
+	onLearn func()
 }{
 	dropRangeMin:  defaultDropRangeMin,
 	cacheEntries:  1 << 16,

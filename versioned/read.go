@@ -172,8 +172,9 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	n := len(b)
 	live := r == c.store && !c.shared
 	if v == 0 && live {
-		// The latest version is known when this DB wrote the document
-		// recently: a point Get of its key, or no read at all. The
+		// The latest version is known when this DB wrote or read the
+		// document recently: a point Get of its key, or no read at all
+		// (a seek below teaches it, see writer.learn). The
 		// version cache's hints come first (they hold the hot
 		// documents), then the miss filter, then the cache under its
 		// mutex.
@@ -215,6 +216,13 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	b = codec.AppendDesc(append(b, b[:n]...), 0)
 	*buf = b
 	lo, hi := b[:m:m], b[m:]
+	// A read of the latest version teaches the version cache (see
+	// writer.learn), from the epoch before the iterator's snapshot.
+	learn := v == 0 && live && c.fm.Current()
+	var epoch uint64
+	if learn {
+		epoch = c.w.cache.epoch.Load()
+	}
 	it, err := newIter(r, lo, hi, 1)
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
@@ -241,6 +249,12 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	raw, err := it.Value()
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
+	}
+	if learn {
+		if knobs.onLearn != nil {
+			knobs.onLearn()
+		}
+		c.w.learn(lo, epoch, got, raw)
 	}
 	if c.fm.IsDeleteMarker(raw) {
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: v, deletedAt: got, kind: deletedDoc}

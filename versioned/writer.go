@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -190,13 +191,19 @@ type versionCache struct {
 	cur, old map[string]*docEntry
 	half     int
 	hints    *hints
+	// epoch grows (under writer.mu) whenever what the cache knows may
+	// have changed without a reader seeing it in an entry: a Tx released
+	// documents, or entries were dropped. A read that learns a latest
+	// version from the store (writer.learn) records it only if epoch has
+	// not moved since before it read.
+	epoch *atomic.Uint64
 }
 
 func newVersionCache(size int) versionCache {
 	half := max(size/2, 1)
 	h := &hints{seed: maphash.MakeSeed()}
 	h.size(0) // grows with the entries (see entry)
-	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half, hints: h}
+	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half, hints: h, epoch: new(atomic.Uint64)}
 }
 
 // entry returns k's entry, creating it, and moves it to the current
@@ -211,6 +218,7 @@ func (c *versionCache) entry(k []byte) *docEntry {
 		c.hints.fit(len(c.cur)+len(c.old)+1, 2*c.half)
 	}
 	if len(c.cur) >= c.half {
+		c.epoch.Add(1)
 		c.old, c.cur = c.cur, c.old
 		for k, e := range c.cur {
 			if !e.pinned() {
@@ -456,6 +464,7 @@ func (t *txWrites) aborted() {
 func (t *txWrites) unlock(applied bool) {
 	w := t.w
 	w.mu.Lock()
+	w.cache.epoch.Add(1)
 	for i, e := range t.held {
 		if applied {
 			if w.watching == 0 {
@@ -543,6 +552,46 @@ func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 	}
 	w.mu.Unlock()
 	return latest, deleted, ok
+}
+
+// learn records v, read from the store as the latest version of the
+// document under prefix with its stored value raw, in the version cache
+// and its hints, so that a document a DB only reads (after a restart, or
+// written by an earlier process) is read with a point Get from then on,
+// as one it wrote is. epoch is the cache's epoch loaded before the read's
+// iterator was made. On an exclusive engine every version is written by a
+// Tx that holds the document's entry until after the version is visible
+// and bumps the epoch when it releases it, and an entry leaves the cache
+// only with a bump too; so if the epoch has not moved and the document's
+// entry is absent, or present, not held and not known, no version was
+// written since the read's snapshot, and v is still the latest. Anything
+// else (a write anywhere in the DB meanwhile) and learn records nothing:
+// the next read tries again. Misses are not recorded (the miss filter is
+// for them, and a cache of ids that do not exist would be a cache anyone
+// could fill). raw must be read by the current format's rules.
+func (w *writer) learn(prefix []byte, epoch uint64, v int64, raw []byte) {
+	if w.shared {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || w.cache.epoch.Load() != epoch {
+		return
+	}
+	e, found := w.cache.cur[string(prefix)]
+	if !found {
+		e, found = w.cache.old[string(prefix)]
+	}
+	if found && (e.holder != nil || e.state.latestKnown) {
+		return
+	}
+	if !found {
+		e = w.cache.entry(prefix)
+	}
+	ver := docfmt.Rules{}.Parse(raw)
+	s := &e.state
+	s.latest, s.deleted, s.expires, s.ltime, s.latestKnown = v, ver.Deleted, ver.Expires, ver.Time, true
+	w.cache.hints.publish(e)
 }
 
 // dropping marks the entry under prefix, which the caller's Tx holds, as
