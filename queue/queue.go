@@ -230,38 +230,48 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			return fmt.Errorf("queue %q: enqueue at: %w", q.c.name, err)
 		}
 	}
-	now, err := q.c.now()
-	if err != nil {
-		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
-	}
-	// Encode everything first: a value that fails or is too large must
-	// leave nothing in w's batch, and no sequence number taken.
 	eb := encodeBufs.Get().(*encodeBuf)
 	defer eb.put()
-	h := header{enqueued: now.UnixNano(), at: unixNano(at), headers: hs}
-	buf, ends := eb.buf[:0], eb.ends[:0]
-	for i, v := range items {
-		if i == 1 {
-			// Size the buffer once, from the first item, rather than
-			// growing it by doubling (copying and zeroing each time).
-			buf = slices.Grow(buf, (len(buf)+len(buf)/4)*(len(items)-1))
+	// encode encodes every item with the Tx's commit time (one clock
+	// reading per Update, the one its document versions carry), before
+	// anything goes into the batch: a value that fails or is too large
+	// must leave nothing in w's batch, and no sequence number taken.
+	encode := func(tx *link.Tx) (buf []byte, ends []int, err error) {
+		now := tx.Now()
+		if err := checkTime(time.Unix(0, now)); err != nil {
+			return nil, nil, fmt.Errorf("the clock reads %w", err)
 		}
-		buf = appendHeader(buf, itemFormat, h)
-		payload := len(buf)
-		var err error
-		if buf, err = q.codec.Append(buf, v); err != nil {
-			return fmt.Errorf("queue %q: enqueue item %d: %w", q.c.name, i, err)
+		h := header{enqueued: now, at: unixNano(at), headers: hs}
+		buf, ends = eb.buf[:0], eb.ends[:0]
+		for i, v := range items {
+			if i == 1 {
+				// Size the buffer once, from the first item, rather
+				// than growing it by doubling (copying and zeroing each
+				// time).
+				buf = slices.Grow(buf, (len(buf)+len(buf)/4)*(len(items)-1))
+			}
+			buf = appendHeader(buf, itemFormat, h)
+			payload := len(buf)
+			var err error
+			if buf, err = q.codec.Append(buf, v); err != nil {
+				return nil, nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			if n := len(buf) - payload; n > q.maxValue {
+				return nil, nil, fmt.Errorf("%w: item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, i, n, q.maxValue)
+			}
+			ends = append(ends, len(buf))
 		}
-		if n := len(buf) - payload; n > q.maxValue {
-			return fmt.Errorf("%w: queue %q: enqueue item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, q.c.name, i, n, q.maxValue)
-		}
-		ends = append(ends, len(buf))
+		eb.buf, eb.ends = buf, ends
+		return buf, ends, nil
 	}
-	eb.buf, eb.ends = buf, ends
 	// f is called directly by the write functions (never through a
 	// variable), so that it stays on this stack.
 	f := func(tx *link.Tx) error {
 		if err := q.c.owns(tx); err != nil {
+			return err
+		}
+		buf, ends, err := encode(tx)
+		if err != nil {
 			return err
 		}
 		var first int64
@@ -300,6 +310,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 		}
 		return nil
 	}
+	var err error
 	if q.c.sm != nil {
 		err = q.c.write(w, f)
 	} else {

@@ -28,8 +28,9 @@ type Message[T any] struct {
 	// Attempts counts the deliveries of the message, this one included
 	// (for Peek: the deliveries so far).
 	Attempts int
-	// Enqueued is when the message was enqueued, by the DB's clock
-	// (tipkv.Options.Clock).
+	// Enqueued is when the message was enqueued: the commit time of the
+	// Update that enqueued it, the DB's clock (tipkv.Options.Clock) read
+	// once per Update, as the document versions it writes carry.
 	Enqueued time.Time
 	// Headers are what the producer gave EnqueueWith, nil if nothing.
 	Headers Headers

@@ -113,11 +113,13 @@ func testCommitTimes(t *testing.T, b backend) {
 }
 
 // An Update reads the clock once: every version it writes carries that
-// reading, and a second version of one document in it 1 ns more.
+// reading, and a second version of one document in it 1 ns more; the
+// messages it enqueues were enqueued at that reading too.
 func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
 	clock := &feedClock{now: t0}
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
+	q := qOpen[string](t, db, "outbox", nil)
 	require.NoError(t, db.Update(func(tx *tipkv.Batch) error {
 		if _, err := users.Put(tx, "x", person{Name: "x1"}); err != nil {
 			return err
@@ -126,9 +128,15 @@ func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
 		if _, err := users.Put(tx, "y", person{Name: "y1"}); err != nil {
 			return err
 		}
+		if err := q.Enqueue(tx, "x changed"); err != nil {
+			return err
+		}
 		_, err := users.Put(tx, "x", person{Name: "x2"})
 		return err
 	}))
+	msgs := qPeekAll(t, q)
+	require.Len(t, msgs, 1)
+	require.True(t, t0.Equal(msgs[0].Enqueued), "the message enqueued at %v", msgs[0].Enqueued)
 	hx := drain(t, users.History("x", tipkv.Query{}))
 	hy := drain(t, users.History("y", tipkv.Query{}))
 	require.Len(t, hx, 2)
