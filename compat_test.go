@@ -82,6 +82,7 @@ type compatMessage struct {
 	Enqueued string            `json:"enqueued"`
 	Died     string            `json:"died,omitempty"`
 	Headers  map[string]string `json:"headers,omitempty"`
+	Meta     *tipkv.Metadata   `json:"meta,omitempty"` // the metadata; none before format 4
 }
 
 // Person is the generators' struct: its json tags differ from its Go
@@ -269,14 +270,14 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 		var got []compatMessage
 		for _, msg := range msgs {
 			got = append(got, compatMessage{Seq: msg.Seq, Value: hex.EncodeToString(msg.Value), Attempts: msg.Attempts,
-				Enqueued: msg.Enqueued.UTC().Format(time.RFC3339Nano), Headers: msg.Headers})
+				Enqueued: msg.Enqueued.UTC().Format(time.RFC3339Nano), Headers: msg.Headers, Meta: compatMeta(t, msg.HasMetadata(), msg.Metadata)})
 		}
 		require.Equal(t, stripDecoded(q.Messages), got, "%s: messages", where)
 		got = nil
 		for d, err := range raw.DeadLetters() {
 			require.NoError(t, err, where)
 			got = append(got, compatMessage{Seq: d.Seq, Value: hex.EncodeToString(d.Value), Attempts: d.Attempts,
-				Enqueued: d.Enqueued.UTC().Format(time.RFC3339Nano), Died: d.Died.UTC().Format(time.RFC3339Nano), Headers: d.Headers})
+				Enqueued: d.Enqueued.UTC().Format(time.RFC3339Nano), Died: d.Died.UTC().Format(time.RFC3339Nano), Headers: d.Headers, Meta: compatMeta(t, d.HasMetadata(), d.Metadata)})
 		}
 		require.Equal(t, stripDecoded(q.Dead), got, "%s: dead letters", where)
 		if q.Codec == "person" {
@@ -290,6 +291,18 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 			}
 		}
 	}
+}
+
+// compatMeta returns a message's metadata as the manifests hold it: nil
+// for none.
+func compatMeta(t *testing.T, has bool, get func() (tipkv.Metadata, error)) *tipkv.Metadata {
+	t.Helper()
+	if !has {
+		return nil
+	}
+	m, err := get()
+	require.NoError(t, err)
+	return &m
 }
 
 // timeText renders a commit time as the manifests do: "" for none.

@@ -8,10 +8,11 @@ import (
 )
 
 // Metadata says who made a write and why: the provenance that a version
-// of a document carries beside its commit time. It has one shape across
-// tipkv's packages; each stores it with what a write makes, when the
-// write asks (WithMetadata, Batch.SetMetadata), and decodes it only when a
-// read asks for it (versioned's Doc.Metadata).
+// of a document or a queue message carries beside its commit time. It has
+// one shape across tipkv's packages; each stores it with what a write
+// makes, when the write asks (WithMetadata, Batch.SetMetadata), and
+// decodes it only when a read asks for it (versioned's Doc.Metadata,
+// queue's Message.Metadata). Feed events do not carry it yet.
 //
 // Bounds (past any of them a write fails with ErrInvalid and writes
 // nothing): each of Author, Reason, CorrelationID and CausationID, and each
@@ -50,8 +51,8 @@ func (m Metadata) encode() ([]byte, error) {
 }
 
 // WithMetadata returns a Writer that writes through w (a *DB or a *Batch)
-// with m: every version a write through it makes carries m, whatever the
-// Update's own metadata (Batch.SetMetadata). Metadata past its bounds makes
+// with m: every version or queue message a write through it makes carries
+// m, whatever the Update's own metadata (Batch.SetMetadata). Metadata past its bounds makes
 // every write through the returned Writer fail with ErrInvalid. Wrapping a
 // Writer WithMetadata returned replaces its metadata. Safe for concurrent
 // use as far as w is.
@@ -62,8 +63,9 @@ func WithMetadata(w Writer, m Metadata) Writer {
 	return link.NewWithMeta(w, b, err)
 }
 
-// SetMetadata gives the Update's writes m: every version the Update writes
-// from now on without metadata of its own (WithMetadata) carries it. It
+// SetMetadata gives the Update's writes m: every version and queue message
+// the Update writes from now on without metadata of its own
+// (WithMetadata) carries it. It
 // fails with ErrInvalid past the bounds of Metadata, and then changes
 // nothing. An Update that runs again (a shared engine) sets it again, as
 // its function runs again.

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"iter"
@@ -21,7 +22,17 @@ type DeadLetter[T any] struct {
 	Enqueued time.Time // when it was first enqueued
 	Died     time.Time // when it was moved to the dead-letter queue
 	Headers  Headers   // what the producer gave EnqueueWith, nil if nothing
+
+	meta []byte // the encoded metadata, nil for none
 }
+
+// Metadata returns the metadata the message was enqueued with (see
+// Message.Metadata).
+func (d DeadLetter[T]) Metadata() (tipkv.Metadata, error) { return decodeMeta(d.meta, d.Seq) }
+
+// HasMetadata reports whether the message was enqueued with metadata,
+// without decoding it.
+func (d DeadLetter[T]) HasMetadata() bool { return d.meta != nil }
 
 // DeadLetters iterates over the queue's dead letters in [first, last],
 // oldest sequence number first. Dead letters added or removed while it
@@ -72,7 +83,7 @@ func (q *Queue[T]) decodeDead(it engine.Iter, d *DeadLetter[T]) error {
 		return err
 	}
 	d.Attempts, d.Enqueued, d.Died = h.attempts, fromUnixNano(h.enqueued), fromUnixNano(h.at)
-	d.Headers = decodeHeaders(h.headers)
+	d.Headers, d.meta = decodeHeaders(h.headers), bytes.Clone(h.meta)
 	if err := q.codec.Decode(payload, &d.Value); err != nil {
 		return q.c.corrupt(d.Seq, err)
 	}
@@ -98,7 +109,7 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			if err != nil {
 				return fmt.Errorf("dead letter %d (key %x): %w", seqs[i], c.k.dead(nil, seqs[i]), err)
 			}
-			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued, headers: h.headers}), payload...)
+			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued, headers: h.headers, meta: h.meta}), payload...)
 		}
 		var first int64
 		if c.sm != nil {

@@ -103,6 +103,16 @@
 // consumer extracts it and links its span to the producer's. A message
 // without headers is stored as before headers existed.
 //
+// # Metadata
+//
+// A message enqueued through tipkv.WithMetadata, or inside an Update
+// whose Batch.SetMetadata set it, stores that tipkv.Metadata (author,
+// reason, correlation and causation ids, headers: the shape document
+// versions carry); Message.Metadata and DeadLetter.Metadata decode it
+// when asked, and redeliveries, dead letters and Requeue keep it. A
+// message's Enqueued is its Update's commit time: one reading of the
+// DB's clock per Update, the time its document versions carry.
+//
 // # Logs and metrics
 //
 // A queue logs through the DB's logger (tipkv.Options.Logger; nothing by

@@ -75,23 +75,24 @@ type header struct {
 	enqueued int64
 	at       int64
 	headers  []byte // encoded Headers (queuefmt pairs), aliasing the value; nil for none
+	meta     []byte // encoded tipkv.Metadata, aliasing the value; nil for none
 }
 
 func appendHeader(dst []byte, tag byte, h header) []byte {
-	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at, Headers: h.headers})
+	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at, Headers: h.headers, Meta: h.meta})
 }
 
 // parseHeader splits a stored value into its header and payload. The
 // payload aliases v.
 func parseHeader(v []byte, tag byte) (header, []byte, error) {
 	h, rest, err := queuefmt.ParseHeader(v, tag)
-	if err != nil && tag == itemFormat && len(v) > 0 && v[0]&^queuefmt.HeadersFlag == leasedFormat {
+	if err != nil && tag == itemFormat && len(v) > 0 && v[0]&^queuefmt.Flags == leasedFormat {
 		// An item leased on a shared engine: on an exclusive one, no
 		// other process holds the lease, and it ends at at as a delay
 		// would.
 		h, rest, err = queuefmt.ParseHeader(v, leasedFormat)
 	}
-	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers}, rest, err
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta}, rest, err
 }
 
 // state is what the queue-state key holds. Every sequence number below head

@@ -96,7 +96,7 @@ func (q *Queue[T]) Inspect(after int64, max int) ([]MessageInfo[T], error) {
 		out[i].Seq = in.seq
 		out[i].Attempts = in.hdr.attempts
 		out[i].Enqueued = fromUnixNano(in.hdr.enqueued)
-		out[i].Headers = decodeHeaders(in.hdr.headers)
+		out[i].Headers, out[i].meta = decodeHeaders(in.hdr.headers), bytes.Clone(in.hdr.meta)
 		out[i].State, out[i].Until = in.state, in.until
 	}
 	return out, nil

@@ -241,7 +241,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 		if err := checkTime(time.Unix(0, now)); err != nil {
 			return nil, nil, fmt.Errorf("the clock reads %w", err)
 		}
-		h := header{enqueued: now, at: unixNano(at), headers: hs}
+		h := header{enqueued: now, at: unixNano(at), headers: hs, meta: tx.Meta()}
 		buf, ends = eb.buf[:0], eb.ends[:0]
 		for i, v := range items {
 			if i == 1 {

@@ -11,6 +11,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -34,6 +35,30 @@ type Message[T any] struct {
 	Enqueued time.Time
 	// Headers are what the producer gave EnqueueWith, nil if nothing.
 	Headers Headers
+
+	meta []byte // the encoded metadata, nil for none
+}
+
+// Metadata returns the metadata the message was enqueued with
+// (tipkv.WithMetadata on the Enqueue's writer, or the Update's
+// tipkv.Batch.SetMetadata): the shape document versions carry, the zero
+// Metadata when it has none. It is decoded now, not by the read that
+// returned m. Metadata that does not decode is ErrCorrupt.
+func (m Message[T]) Metadata() (tipkv.Metadata, error) { return decodeMeta(m.meta, m.Seq) }
+
+// HasMetadata reports whether the message was enqueued with metadata,
+// without decoding it.
+func (m Message[T]) HasMetadata() bool { return m.meta != nil }
+
+func decodeMeta(b []byte, seq int64) (tipkv.Metadata, error) {
+	if b == nil {
+		return tipkv.Metadata{}, nil
+	}
+	m, err := docfmt.ParseMeta(b)
+	if err != nil {
+		return tipkv.Metadata{}, fmt.Errorf("%w: message %d: metadata: %w", tipkv.ErrCorrupt, seq, err)
+	}
+	return tipkv.Metadata(m), nil
 }
 
 // Receive leases up to max of the oldest visible messages to the caller
@@ -158,6 +183,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			Attempts: t.hdr.attempts + 1,
 			Enqueued: fromUnixNano(t.hdr.enqueued),
 			Headers:  decodeHeaders(t.hdr.headers),
+			meta:     bytes.Clone(t.hdr.meta),
 		}
 		n++
 	}
@@ -200,7 +226,7 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 		out[i].Seq = t.e.seq
 		out[i].Attempts = t.hdr.attempts
 		out[i].Enqueued = fromUnixNano(t.hdr.enqueued)
-		out[i].Headers = decodeHeaders(t.hdr.headers)
+		out[i].Headers, out[i].meta = decodeHeaders(t.hdr.headers), bytes.Clone(t.hdr.meta)
 	}
 	return out, nil
 }

@@ -292,6 +292,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 			Attempts: p.hdr.attempts + 1,
 			Enqueued: fromUnixNano(p.hdr.enqueued),
 			Headers:  decodeHeaders(p.hdr.headers),
+			meta:     bytes.Clone(p.hdr.meta),
 		})
 	}
 	c.mu.Unlock()
@@ -320,7 +321,7 @@ func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 		out[i].Seq = p.seq
 		out[i].Attempts = p.hdr.attempts
 		out[i].Enqueued = fromUnixNano(p.hdr.enqueued)
-		out[i].Headers = decodeHeaders(p.hdr.headers)
+		out[i].Headers, out[i].meta = decodeHeaders(p.hdr.headers), bytes.Clone(p.hdr.meta)
 	}
 	return out, nil
 }

@@ -48,6 +48,7 @@ func queueCases() []testCase {
 		{"EnqueueOrderIsCommitOrder", testQueueCommitOrder},
 		{"Restart", testQueueRestart},
 		{"Headers", testQueueHeaders},
+		{"Metadata", testQueueMetadata},
 		{"ReopenCounts", testQueueReopenCounts},
 		{"SeqNeverReused", testQueueSeqNeverReused},
 		{"Names", testQueueNames},

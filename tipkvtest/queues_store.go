@@ -421,6 +421,95 @@ func testQueueHeaders(t *testing.T, b backend) {
 	Healthy(t, db)
 }
 
+// Metadata set on an Enqueue's writer (WithMetadata) or on its Update
+// (Batch.SetMetadata) is stored with each message, beside its headers,
+// and returned by every read: Peek, Inspect, Receive, Pop, a redelivery
+// after Release, the dead letters, and a requeued message after a reopen.
+func testQueueMetadata(t *testing.T, b backend) {
+	db := b.Open(t, nil)
+	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
+	ada := tipkv.Metadata{Author: "ada", Reason: "signup", CorrelationID: "req-1", Headers: map[string]string{"tenant": "t1"}}
+	job := tipkv.Metadata{Author: "job", CausationID: "evt-9"}
+	require.NoError(t, q.Enqueue(tipkv.WithMetadata(db, ada), "a"))
+	require.NoError(t, q.EnqueueWith(tipkv.WithMetadata(db, ada), queue.EnqueueOptions{Headers: queue.Headers{"h": "v"}}, "b"))
+	require.NoError(t, q.Enqueue(db, "plain"))
+	require.NoError(t, db.Update(func(batch *tipkv.Batch) error {
+		if err := batch.SetMetadata(job); err != nil {
+			return err
+		}
+		if err := q.Enqueue(batch, "c"); err != nil {
+			return err
+		}
+		return q.Enqueue(tipkv.WithMetadata(batch, ada), "d") // its own
+	}))
+	want := map[string]*tipkv.Metadata{"a": &ada, "b": &ada, "plain": nil, "c": &job, "d": &ada}
+	check := func(m queue.Message[string], what string) {
+		t.Helper()
+		got, err := m.Metadata()
+		require.NoError(t, err, what)
+		if w := want[m.Value]; w == nil {
+			require.False(t, m.HasMetadata(), what)
+			require.Equal(t, tipkv.Metadata{}, got, what)
+		} else {
+			require.True(t, m.HasMetadata(), "%s: %s", what, m.Value)
+			require.Equal(t, *w, got, "%s: %s", what, m.Value)
+		}
+	}
+	peeked := qPeekAll(t, q)
+	require.Len(t, peeked, 5)
+	for _, m := range peeked {
+		check(m, "peek")
+	}
+	require.Equal(t, queue.Headers{"h": "v"}, peeked[1].Headers, "headers and metadata side by side")
+	infos, err := q.Inspect(0, 10)
+	require.NoError(t, err)
+	require.Len(t, infos, 5)
+	for _, in := range infos {
+		check(in.Message, "inspect")
+	}
+
+	ms := qReceive(t, q, 1, time.Hour)
+	check(ms[0], "receive")
+	require.NoError(t, q.Ack(db, ms[0].ID))
+	popped, err := q.Pop(1)
+	require.NoError(t, err)
+	check(popped[0], "pop")
+	require.Equal(t, queue.Headers{"h": "v"}, popped[0].Headers)
+
+	// "plain", "c" and "d": delivered once, released, then dead.
+	ms = qReceive(t, q, 3, time.Hour)
+	for _, m := range ms {
+		check(m, "receive")
+		require.NoError(t, q.Release(m.ID, 0))
+	}
+	got, err := q.Receive(10, time.Hour)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	dead := qDead(t, q)
+	require.Len(t, dead, 3)
+	for _, d := range dead {
+		m, err := d.Metadata()
+		require.NoError(t, err)
+		if w := want[d.Value]; w != nil {
+			require.Equal(t, *w, m, "dead letter %s", d.Value)
+		} else {
+			require.Equal(t, tipkv.Metadata{}, m, "dead letter %s", d.Value)
+		}
+	}
+	require.NoError(t, q.Requeue(db, dead[1].Seq, dead[2].Seq))
+
+	if b.Reopen != nil {
+		db = b.Reopen(t, db, nil)
+		q = qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
+	}
+	ms = qReceive(t, q, 2, time.Hour)
+	require.Equal(t, []string{"c", "d"}, qValues(ms))
+	for _, m := range ms {
+		check(m, "after a requeue")
+	}
+	Healthy(t, db)
+}
+
 // A queue reopened after many enqueues and consumes, some in flight when
 // it closed, counts its messages right without walking them (the stored
 // count), and a straggler leased and never acked at the head comes back

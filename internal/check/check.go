@@ -269,13 +269,18 @@ func (ck *checker) visit(r Range, k, v []byte) {
 				return
 			}
 		}
-		_, payload, err := queuefmt.ParseHeader(v, tag)
+		h, payload, err := queuefmt.ParseHeader(v, tag)
 		if l.Family == codec.FamilyQueueItems {
-			_, _, payload, err = queuefmt.ParseItem(v) // leased (on a shared engine) or not
+			h, _, payload, err = queuefmt.ParseItem(v) // leased (on a shared engine) or not
 		}
 		if err != nil {
 			ck.add("value", k, "queue value: %v", err)
 			return
+		}
+		if h.Meta != nil {
+			if _, err := docfmt.ParseMeta(h.Meta); err != nil {
+				ck.add("value", k, "queue message metadata: %v", err)
+			}
 		}
 		if ck.o.Values && !ck.o.Raw[name] {
 			ck.payload(k, payload)

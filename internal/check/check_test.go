@@ -88,6 +88,7 @@ func TestProblems(t *testing.T) {
 		{"a newer format", [][]byte{codec.AppendString([]byte{0x00}, "format"), []byte("99")}, "format", "newer"},
 		{"a C1 value format 3 never writes", [][]byte{vkey("c", "a", 2), {0xc1, 0x02}}, "value", "upgraded to format 3 without escaping it"},
 		{"metadata that does not decode", [][]byte{vkey("c", "a", 2), append(docfmt.AppendVersion(nil, 5, false, 0, []byte{0x01, 0x09}), 0xc0)}, "value", "its metadata does not decode"},
+		{"message metadata that does not decode", [][]byte{qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Meta: []byte{0x01, 0x09}}), 0xc0)}, "value", "queue message metadata"},
 		{"a truncated version header", [][]byte{vkey("c", "a", 2), {0xc1, 0x10, 0, 0, 0}}, "value", "no version header"},
 		{"an unfinished upgrade", [][]byte{codec.AppendString([]byte{0x00}, "upgrade"), []byte("2 01")}, "format", "upgrade of the store's format is unfinished"},
 	}

@@ -9,6 +9,7 @@
 //	dead letter  05 | name | asc(seq)   0x02 | the same fields | payload
 //	                                    or 0x03 | the stored bytes of an item whose header was corrupt
 //	with headers                        tag|0x10 | the same fields | uvarint len | headers | payload
+//	with metadata                       tag|0x20 | the same fields | [headers] | uvarint len | metadata | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
 //
@@ -23,6 +24,13 @@
 // keeps the tag without 0x10, so values written before headers existed
 // read as they did. Example: an item enqueued at 5 with the header
 // "k" = "v", payload 0xAB: 11 00 0a 00 04 01 6b 01 76 ab.
+//
+// Metadata (tags 0x21, 0x22, 0x24, and 0x31, 0x32, 0x34 with headers: a
+// message enqueued by a write or an Update that set tipkv.Metadata) is the
+// metadata encoding of document versions (internal/docfmt's meta: author,
+// reason, correlation and causation ids, headers), after the headers if
+// any. It came with store format 4; a message without metadata keeps its
+// tag without 0x20.
 //
 // The counted state (tag 0x02, written by exclusive engines) adds count,
 // the number of live messages with a sequence number below countTo. It
@@ -57,7 +65,16 @@ const (
 	// HeadersFlag is or-ed into an item, leased item or dead letter tag
 	// whose value carries headers.
 	HeadersFlag = 0x10
+	// MetaFlag is or-ed into an item, leased item or dead letter tag whose
+	// value carries metadata.
+	MetaFlag = 0x20
+	// Flags are the bits of a tag that say what a header carries.
+	Flags = HeadersFlag | MetaFlag
 )
+
+// MaxMetaSize bounds the encoded metadata of one message, in bytes: the
+// bound of a document version's.
+const MaxMetaSize = 16 << 10
 
 // MaxHeadersSize bounds the encoded headers of one message, in bytes.
 const MaxHeadersSize = 16 << 10
@@ -77,12 +94,20 @@ type Header struct {
 	// Headers are the encoded header pairs (see AppendPair), nil for none.
 	// ParseHeader checks them and returns them aliasing the value.
 	Headers []byte
+	// Meta is the encoded metadata, nil for none. ParseHeader checks only
+	// its length and returns it aliasing the value: it is decoded (and
+	// checked) when asked for.
+	Meta []byte
 }
 
-// AppendHeader appends tag and h to dst: tag|HeadersFlag if h has headers.
+// AppendHeader appends tag and h to dst: tag|HeadersFlag if h has
+// headers, |MetaFlag if it has metadata.
 func AppendHeader(dst []byte, tag byte, h Header) []byte {
 	if len(h.Headers) > 0 {
 		tag |= HeadersFlag
+	}
+	if len(h.Meta) > 0 {
+		tag |= MetaFlag
 	}
 	dst = append(dst, tag)
 	dst = binary.AppendUvarint(dst, uint64(h.Attempts))
@@ -91,6 +116,10 @@ func AppendHeader(dst []byte, tag byte, h Header) []byte {
 	if len(h.Headers) > 0 {
 		dst = binary.AppendUvarint(dst, uint64(len(h.Headers)))
 		dst = append(dst, h.Headers...)
+	}
+	if len(h.Meta) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(h.Meta)))
+		dst = append(dst, h.Meta...)
 	}
 	return dst
 }
@@ -151,14 +180,14 @@ func CheckHeaders(hs []byte) error {
 }
 
 // ParseHeader splits a stored value that must start with tag (or
-// tag|HeadersFlag) into its header and payload. The payload and headers
+// tag with flags) into its header and payload. The payload and headers
 // alias v.
 func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 	var h Header
-	if len(v) == 0 || v[0]&^HeadersFlag != tag || tag&HeadersFlag != 0 || tag == DeadRawFormat {
+	if len(v) == 0 || v[0]&^Flags != tag || tag&Flags != 0 || tag == DeadRawFormat {
 		return h, nil, fmt.Errorf("%w: value does not start with tag 0x%02x", codec.ErrCorrupt, tag)
 	}
-	withHeaders := v[0]&HeadersFlag != 0
+	withHeaders, withMeta := v[0]&HeadersFlag != 0, v[0]&MetaFlag != 0
 	rest := v[1:]
 	a, n := binary.Uvarint(rest)
 	if n <= 0 || a > maxAttempts {
@@ -187,6 +216,13 @@ func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 		}
 		h.Headers, rest = hs, rest[n+int(l):]
 	}
+	if withMeta {
+		l, n := binary.Uvarint(rest)
+		if n <= 0 || l == 0 || l > MaxMetaSize || l > uint64(len(rest)-n) {
+			return Header{}, nil, fmt.Errorf("%w: bad metadata length", codec.ErrCorrupt)
+		}
+		h.Meta, rest = rest[n:n+int(l)], rest[n+int(l):]
+	}
 	return h, rest, nil
 }
 
@@ -194,7 +230,7 @@ func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 // (ItemFormat), into its header and payload, and says which it is. The
 // payload aliases v.
 func ParseItem(v []byte) (h Header, leased bool, payload []byte, err error) {
-	if len(v) > 0 && v[0]&^HeadersFlag == LeasedFormat {
+	if len(v) > 0 && v[0]&^Flags == LeasedFormat {
 		h, payload, err = ParseHeader(v, LeasedFormat)
 		return h, true, payload, err
 	}

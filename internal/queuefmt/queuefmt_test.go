@@ -45,6 +45,37 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// Metadata, alone or after headers, on every tag that takes it; a length
+// past the value or past the bound is corrupt.
+func TestMeta(t *testing.T) {
+	meta := []byte("encoded metadata")
+	hs := queuefmt.AppendPair(nil, "k", "v")
+	for _, tag := range []byte{queuefmt.ItemFormat, queuefmt.LeasedFormat, queuefmt.DeadFormat} {
+		for _, h := range []queuefmt.Header{{Attempts: 1, Enqueued: 2, At: 3, Meta: meta}, {Enqueued: 2, Headers: hs, Meta: meta}} {
+			v := append(queuefmt.AppendHeader(nil, tag, h), "p"...)
+			wantTag := tag | queuefmt.MetaFlag
+			if h.Headers != nil {
+				wantTag |= queuefmt.HeadersFlag
+			}
+			if v[0] != wantTag {
+				t.Fatalf("tag 0x%02x written as 0x%02x", tag, v[0])
+			}
+			got, rest, err := queuefmt.ParseHeader(v, tag)
+			if err != nil || !reflect.DeepEqual(got, h) || string(rest) != "p" {
+				t.Fatalf("tag 0x%02x: %+v %q %v", tag, got, rest, err)
+			}
+			// Cut inside the metadata: corrupt.
+			if _, _, err := queuefmt.ParseHeader(v[:len(v)-3], tag); !errors.Is(err, codec.ErrCorrupt) {
+				t.Fatalf("tag 0x%02x cut: %v", tag, err)
+			}
+		}
+	}
+	big := queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Meta: make([]byte, queuefmt.MaxMetaSize+1)})
+	if _, _, err := queuefmt.ParseHeader(big, queuefmt.ItemFormat); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("metadata past the bound: %v", err)
+	}
+}
+
 // The package doc's worked example, and headers on every tag that takes
 // them.
 func TestHeaders(t *testing.T) {
@@ -99,6 +130,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 9, Counted: true, Count: 3, CountTo: 8}))
 	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Attempts: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), "x"...))
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Headers: queuefmt.AppendPair(queuefmt.AppendPair(nil, "a", "1"), "b", "2")}))
+	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Enqueued: 2, Headers: queuefmt.AppendPair(nil, "k", "v"), Meta: []byte{0x01, 0x02}}), "x"...))
+	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Meta: []byte("m")}))
 	f.Add([]byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, v []byte) {
@@ -128,10 +161,10 @@ func FuzzParse(f *testing.F) {
 			if !errors.Is(err, codec.ErrCorrupt) {
 				t.Fatalf("error %v does not match ErrCorrupt", err)
 			}
-		case leased != (v[0]&^queuefmt.HeadersFlag == queuefmt.LeasedFormat):
+		case leased != (v[0]&^queuefmt.Flags == queuefmt.LeasedFormat):
 			t.Fatalf("%x: leased is %v", v, leased)
 		default:
-			tag := v[0] &^ queuefmt.HeadersFlag
+			tag := v[0] &^ queuefmt.Flags
 			again := append(queuefmt.AppendHeader(nil, tag, h), rest...)
 			if h2, l2, rest2, err := queuefmt.ParseItem(again); err != nil || !reflect.DeepEqual(h2, h) || l2 != leased || !bytes.Equal(rest2, rest) {
 				t.Fatalf("%x: item %+v does not round trip", v, h)
