@@ -185,7 +185,7 @@ func TestReadsGiveSizeHints(t *testing.T) {
 		"Collections":     {func() error { return readErr(versioned.Collections(db)) }, []int{1}},
 		"Newest limit 2":  {func() error { return readErr(f.Newest("s", tipkv.Query{Limit: 2})) }, []int{3}},
 		// The stream's oldest position (once per DB), its keep+1 newest,
-		// then up to knobs.dropRangeMin events to drop.
+		// then up to knobs.Versioned.DropRangeMin events to drop.
 		"Trim keep 2":      {func() error { return f.Trim(db, "s", 2) }, []int{1, 4, 33}},
 		"Put of a new doc": {func() error { _, err := users.Put(db, "new", user{}); return err }, []int{1}},
 	} {

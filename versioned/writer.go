@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -81,7 +82,7 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 	}
 	reg := &ln.Services
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{ln: ln, cache: newVersionCache(knobs.cacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
+		return &writer{ln: ln, cache: newVersionCache(knobs.Versioned.CacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() {
@@ -340,8 +341,8 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 		e.waiters++
 		t.waitingFor = e
 		w.mu.Unlock()
-		if knobs.onWait != nil {
-			knobs.onWait()
+		if knobs.Versioned.OnWait != nil {
+			knobs.Versioned.OnWait()
 		}
 		select {
 		case <-wake:
