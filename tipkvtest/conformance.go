@@ -29,6 +29,7 @@ import (
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/engine/enginetest"
 	"github.com/tipkv/tipkv/internal/check"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
@@ -127,7 +128,10 @@ type testCase struct {
 	F    func(t *testing.T, b backend)
 }
 
-// Run runs every suite on DBs made on the stores of h.
+// Run runs every suite on DBs made on the stores of h. Some tests move
+// tipkv's internal test settings for their duration (to drive a path the
+// defaults leave cold), so Run must not run in parallel with other tests
+// of tipkv in the same process.
 func Run(t *testing.T, h Harness) {
 	b := backendOf(h)
 	for _, suite := range []struct {
@@ -216,6 +220,17 @@ func checked(f func(*testing.T, backend)) func(*testing.T, backend) {
 			}
 			Healthy(t, db)
 		}
+	}
+}
+
+// withKnob runs f with *k, one of internal/knobs' settings, set to v: a
+// variant of a test that drives a path the default leaves cold. The knob
+// is restored in a cleanup registered before f opens its DBs, so after
+// they are closed and nothing reads it.
+func withKnob[T any](k *T, v T, f func(*testing.T, backend)) func(*testing.T, backend) {
+	return func(t *testing.T, b backend) {
+		t.Cleanup(knobs.Set(k, v))
+		f(t, b)
 	}
 }
 
