@@ -54,7 +54,6 @@ func queueCases() []testCase {
 		{"NamesErrors", testQueueNamesErrors},
 		{"UseAfterClose", testQueueUseAfterClose},
 		{"Model", testQueueModel},
-		{"SharedProducersConsumers", testQueueSharedProducersConsumers},
 		{"SharedPopNeverTwice", testQueueSharedPop},
 		{"SharedLeaseNotStolen", testQueueSharedLease},
 		{"SharedWaitWakes", testQueueSharedWait},
