@@ -20,7 +20,6 @@ package tipkvtest
 
 import (
 	"errors"
-	"iter"
 	"sync"
 	"testing"
 
@@ -232,29 +231,6 @@ func withKnob[T any](k *T, v T, f func(*testing.T, backend)) func(*testing.T, ba
 		t.Cleanup(knobs.Set(k, v))
 		f(t, b)
 	}
-}
-
-// drain reads a read to its end, failing the test on an error.
-func drain[V any](t testing.TB, seq iter.Seq2[V, error]) []V {
-	t.Helper()
-	var out []V
-	for v, err := range seq {
-		require.NoError(t, err)
-		out = append(out, v)
-	}
-	return out
-}
-
-// drainErr reads a read to its end and returns its error, checking that it
-// came last.
-func drainErr[V any](t testing.TB, seq iter.Seq2[V, error]) error {
-	t.Helper()
-	var err error
-	for _, e := range seq {
-		require.NoError(t, err, "an error was not the last pair")
-		err = e
-	}
-	return err
 }
 
 // spawn runs f in a goroutine counted by wg.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -44,7 +45,7 @@ func requireTimesIncrease[T any](t testing.TB, hist []versioned.Doc[T]) {
 // the DB's clock, and every read returns it; when the clock steps back,
 // the next version's time is 1 ns past the latest one's.
 func testCommitTimes(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
 	put := func(id string, want int64) {
@@ -65,7 +66,7 @@ func testCommitTimes(t *testing.T, b backend) {
 	put("c", 1)
 
 	want := map[int64]time.Time{1: t0, 2: t0.Add(1), 3: t0.Add(2), 4: t0.Add(time.Hour)}
-	hist := drain(t, users.History("a", tipkv.Query{}))
+	hist := testutil.Collect(t, users.History("a", tipkv.Query{}))
 	require.Equal(t, []int64{4, 3, 2, 1}, versionsOf(hist))
 	require.True(t, hist[1].Deleted)
 	for _, d := range hist {
@@ -115,7 +116,7 @@ func testCommitTimes(t *testing.T, b backend) {
 // An Update reads the clock once: every version it writes carries that
 // reading, and a second version of one document in it 1 ns more.
 func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
 	require.NoError(t, db.Update(func(tx *tipkv.Batch) error {
@@ -129,8 +130,8 @@ func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
 		_, err := users.Put(tx, "x", person{Name: "x2"})
 		return err
 	}))
-	hx := drain(t, users.History("x", tipkv.Query{}))
-	hy := drain(t, users.History("y", tipkv.Query{}))
+	hx := testutil.Collect(t, users.History("x", tipkv.Query{}))
+	hy := testutil.Collect(t, users.History("y", tipkv.Query{}))
 	require.Len(t, hx, 2)
 	require.True(t, t0.Equal(hx[1].Time), "x1 at %v", hx[1].Time)
 	require.True(t, t0.Add(1).Equal(hx[0].Time), "x2 at %v", hx[0].Time)
@@ -149,8 +150,8 @@ func testCommitTimesSkewedClocks(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}
-	ahead := &feedClock{now: t0.Add(time.Hour)}
-	behind := &feedClock{now: t0}
+	ahead := testutil.NewClock(t0.Add(time.Hour))
+	behind := testutil.NewClock(t0)
 	dbA := b.Open(t, clockOpts(ahead))
 	dbB := b.Second(t, dbA, clockOpts(behind))
 	a, bb := people(t, dbA), people(t, dbB)
@@ -171,7 +172,7 @@ func testCommitTimesSkewedClocks(t *testing.T, b backend) {
 		require.NoError(t, err, "write %d", i)
 	}
 	for _, c := range []*versioned.Collection[person]{a, bb} {
-		hist := drain(t, c.History("x", tipkv.Query{}))
+		hist := testutil.Collect(t, c.History("x", tipkv.Query{}))
 		require.Len(t, hist, 6)
 		requireTimesIncrease(t, hist)
 		require.True(t, t0.Add(time.Hour).Equal(hist[5].Time))
@@ -189,8 +190,8 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		t.Skip("one handle only: an exclusive engine")
 	}
 	for _, size := range []int{1, 4 << 10} {
-		early := &feedClock{now: t0}
-		late := &feedClock{now: t0.Add(2 * time.Hour)}
+		early := testutil.NewClock(t0)
+		late := testutil.NewClock(t0.Add(2 * time.Hour))
 		dbA := b.Open(t, clockOpts(early))
 		dbB := b.Second(t, dbA, clockOpts(late))
 		a, bb := people(t, dbA), people(t, dbB)
@@ -205,7 +206,7 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		v, err := a.Put(dbA, "x", person{Name: name})
 		require.NoError(t, err)
 		require.Equal(t, int64(3), v)
-		hist := drain(t, a.History("x", tipkv.Query{}))
+		hist := testutil.Collect(t, a.History("x", tipkv.Query{}))
 		requireTimesIncrease(t, hist)
 		require.True(t, t0.Add(2*time.Hour+2).Equal(hist[0].Time), "size %d: version 3 at %v", size, hist[0].Time)
 
@@ -217,7 +218,7 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		require.NoError(t, err)
 		putN(t, bb, dbB, "y", 2)
 		require.NoError(t, a.Delete(dbA, "y"))
-		requireTimesIncrease(t, drain(t, a.History("y", tipkv.Query{})))
+		requireTimesIncrease(t, testutil.Collect(t, a.History("y", tipkv.Query{})))
 	}
 }
 
@@ -241,7 +242,7 @@ func testTimeModel(t *testing.T, b backend) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 26))
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
 	short, err := versioned.NewCollection[person](db, "users", &versioned.Options[person]{TTL: time.Minute, PurgeInterval: -1})

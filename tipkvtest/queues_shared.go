@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -19,7 +20,7 @@ import (
 
 // qHandles returns n DB handles on one new store, all on clock, or skips
 // the test on an engine with no second handle.
-func qHandles(t *testing.T, b backend, n int, clock *qClock) []*tipkv.DB {
+func qHandles(t *testing.T, b backend, n int, clock *testutil.Clock) []*tipkv.DB {
 	t.Helper()
 	if b.Second == nil {
 		t.Skip("the backend has no second handle (an exclusive engine)")

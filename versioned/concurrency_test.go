@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -114,7 +115,7 @@ func TestHeldEntriesAreNeverEvicted(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, int64(2), <-other)
-	require.Equal(t, seq(2, 1), versionsOf(collect(t, users.History("held", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(2, 1), versionsOf(testutil.Collect(t, users.History("held", tipkv.Query{}))))
 }
 
 // With a latest-version cache far smaller than the documents written, Puts
@@ -141,7 +142,7 @@ func TestSmallVersionCache(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range docs {
-		hist := collect(t, users.History(fmt.Sprint("d", i), tipkv.Query{}))
-		require.Equal(t, seq(2*rounds, 1), versionsOf(hist))
+		hist := testutil.Collect(t, users.History(fmt.Sprint("d", i), tipkv.Query{}))
+		require.Equal(t, testutil.Range(2*rounds, 1), versionsOf(hist))
 	}
 }
