@@ -8,12 +8,13 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // BenchmarkDeleteRuns receives and acks 1,000 messages per op, ack messages
 // at a time, deleting each acked run with one DeleteRange (delete=range) or
 // with point Deletes (delete=point), on disk. It is why
-// knobs.consumedRangeMin exists: every new iterator re-fragments all the
+// knobs.Queue.ConsumedRangeMin exists: every new iterator re-fragments all the
 // range tombstones in Pebble's memtable, so short ones make every read
 // slower. Run:
 //
@@ -26,7 +27,7 @@ func BenchmarkDeleteRuns(b *testing.B) {
 				if del == "point" {
 					n = math.MaxInt
 				}
-				defer setKnob(&knobs.consumedRangeMin, n)()
+				defer knobs.Set(&knobs.Queue.ConsumedRangeMin, n)()
 				db, err := tipkv.Open(b.TempDir(), &tipkv.Options{NoSync: true})
 				if err != nil {
 					b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/queuefmt"
 )
@@ -293,7 +294,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 			}
 			tx.OnCommit(b.commitFn)
 			tx.OnAbort(b.abortFn)
-			if knobs.enqueueWritesState {
+			if knobs.Queue.EnqueueWritesState {
 				q.c.writeState(tx, nil)
 			}
 			first = b.start

@@ -10,11 +10,6 @@ import (
 	"github.com/tipkv/tipkv/queue"
 )
 
-type job struct {
-	Producer int `msgpack:"p"`
-	N        int `msgpack:"n"`
-}
-
 func openQ[T any](t testing.TB, db *tipkv.DB, name string, opts *queue.Options[T]) *queue.Queue[T] {
 	t.Helper()
 	q, err := queue.Open(db, name, opts)

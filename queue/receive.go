@@ -12,6 +12,7 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -498,9 +499,9 @@ func appendSeqs(dst []int64, es []*entry) []int64 {
 	return dst
 }
 
-// defaultConsumedRangeMin is the shortest run of consecutive consumed
-// messages deleted with one DeleteRange (knobs.consumedRangeMin); shorter
-// runs get point Deletes. Every range tombstone in
+// Why knobs.Queue.ConsumedRangeMin, the shortest run of consecutive
+// consumed messages deleted with one DeleteRange (shorter runs get point
+// Deletes), is 128 by default. Every range tombstone in
 // Pebble's memtable is fragmented again by each new iterator after a
 // DeleteRange, so a memtable full of short range tombstones makes every
 // read pay for all of them. Receiving and acking 80,000 messages, acks of
@@ -508,10 +509,9 @@ func appendSeqs(dst []int64, es []*entry) []int64 {
 // 3.2x, acks of 100 1.35x; from 250 they cost the same, and a long run
 // then leaves one tombstone instead of hundreds (BenchmarkDeleteRuns;
 // BENCHMARKS.md, "Queues").
-const defaultConsumedRangeMin = 128
 
 // deleteRuns deletes the items at the sorted sequence numbers ss: each run
-// of at least knobs.consumedRangeMin consecutive numbers with one
+// of at least knobs.Queue.ConsumedRangeMin consecutive numbers with one
 // DeleteRange, a shorter one with point Deletes. Every number is consumed
 // exactly once, so no two tombstones ever cover the same key.
 func (c *core) deleteRuns(b engine.Batch, ss []int64, scratch *[]byte) error {
@@ -523,7 +523,7 @@ func (c *core) deleteRuns(b engine.Batch, ss []int64, scratch *[]byte) error {
 		for j+1 < len(ss) && ss[j+1] == ss[j]+1 {
 			j++
 		}
-		if j-i+1 >= knobs.consumedRangeMin {
+		if j-i+1 >= knobs.Queue.ConsumedRangeMin {
 			buf = c.k.item(buf[:0], ss[i])
 			lo := len(buf)
 			buf = c.k.item(buf, ss[j]+1)

@@ -8,10 +8,11 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // BenchmarkEnqueueState measures what writing the queue-state key in every
-// enqueue would cost (see knobs.enqueueWritesState): 8 producer goroutines
+// enqueue would cost (see knobs.Queue.EnqueueWritesState): 8 producer goroutines
 // enqueue one 100-byte message each per call, into 1 or 8 queues of one
 // DB. The two variants run in alternating rounds of 1,000 enqueues on two
 // DBs side by side, so that a busy machine slows both alike; the figures
@@ -23,15 +24,15 @@ func BenchmarkEnqueueState(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		for _, queues := range []int{1, 8} {
 			b.Run(fmt.Sprintf("sync=%v,producers=%d,queues=%d", sync, producers, queues), func(b *testing.B) {
-				defer setKnob(&knobs.enqueueWritesState, false)()
+				defer knobs.Set(&knobs.Queue.EnqueueWritesState, false)()
 				none := newEnqueueBench(b, !sync, queues)
 				tail := newEnqueueBench(b, !sync, queues)
 				var tNone, tTail time.Duration
 				for i := range b.N {
 					// Alternate which goes first, too.
 					for k := range 2 {
-						knobs.enqueueWritesState = (i+k)%2 == 1
-						if knobs.enqueueWritesState {
+						knobs.Queue.EnqueueWritesState = (i+k)%2 == 1
+						if knobs.Queue.EnqueueWritesState {
 							tTail += tail.run(b, producers, round)
 						} else {
 							tNone += none.run(b, producers, round)

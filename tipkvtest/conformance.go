@@ -20,7 +20,6 @@ package tipkvtest
 
 import (
 	"errors"
-	"iter"
 	"sync"
 	"testing"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/engine/enginetest"
 	"github.com/tipkv/tipkv/internal/check"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/sharedstore"
 	"github.com/tipkv/tipkv/internal/testutil"
@@ -127,7 +127,10 @@ type testCase struct {
 	F    func(t *testing.T, b backend)
 }
 
-// Run runs every suite on DBs made on the stores of h.
+// Run runs every suite on DBs made on the stores of h. Some tests move
+// tipkv's internal test settings for their duration (to drive a path the
+// defaults leave cold), so Run must not run in parallel with other tests
+// of tipkv in the same process.
 func Run(t *testing.T, h Harness) {
 	b := backendOf(h)
 	for _, suite := range []struct {
@@ -219,27 +222,15 @@ func checked(f func(*testing.T, backend)) func(*testing.T, backend) {
 	}
 }
 
-// drain reads a read to its end, failing the test on an error.
-func drain[V any](t testing.TB, seq iter.Seq2[V, error]) []V {
-	t.Helper()
-	var out []V
-	for v, err := range seq {
-		require.NoError(t, err)
-		out = append(out, v)
+// withKnob runs f with *k, one of internal/knobs' settings, set to v: a
+// variant of a test that drives a path the default leaves cold. The knob
+// is restored in a cleanup registered before f opens its DBs, so after
+// they are closed and nothing reads it.
+func withKnob[T any](k *T, v T, f func(*testing.T, backend)) func(*testing.T, backend) {
+	return func(t *testing.T, b backend) {
+		t.Cleanup(knobs.Set(k, v))
+		f(t, b)
 	}
-	return out
-}
-
-// drainErr reads a read to its end and returns its error, checking that it
-// came last.
-func drainErr[V any](t testing.TB, seq iter.Seq2[V, error]) error {
-	t.Helper()
-	var err error
-	for _, e := range seq {
-		require.NoError(t, err, "an error was not the last pair")
-		err = e
-	}
-	return err
 }
 
 // spawn runs f in a goroutine counted by wg.

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -84,21 +85,6 @@ func deletedOf[T any](docs []versioned.Doc[T]) []bool {
 	return out
 }
 
-// run returns from, from+1, ..., to, or from, from-1, ..., to.
-func run(from, to int64) []int64 {
-	var out []int64
-	if from <= to {
-		for v := from; v <= to; v++ {
-			out = append(out, v)
-		}
-	} else {
-		for v := from; v >= to; v-- {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // putN writes versions until the document has n more.
 func putN(t testing.TB, c *versioned.Collection[person], w tipkv.Writer, id string, n int) {
 	t.Helper()
@@ -118,9 +104,9 @@ func rawSet(t testing.TB, db *tipkv.DB, key, value []byte) {
 // the oldest kept to the latest, and returns its history.
 func requireDense[T any](t testing.TB, c *versioned.Collection[T], id string) []versioned.Doc[T] {
 	t.Helper()
-	hist := drain(t, c.History(id, tipkv.Query{}))
+	hist := testutil.Collect(t, c.History(id, tipkv.Query{}))
 	if len(hist) > 0 {
-		require.Equal(t, run(hist[0].Version, hist[len(hist)-1].Version), versionsOf(hist), "versions of %q are dense", id)
+		require.Equal(t, testutil.Range(hist[0].Version, hist[len(hist)-1].Version), versionsOf(hist), "versions of %q are dense", id)
 	}
 	n, err := c.Count(id)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 )
 
 // documentConcurrencyCases returns the tests of concurrent writers on one
@@ -50,8 +51,8 @@ func testConcurrentPutsAreDense(t *testing.T, b backend) {
 		all = append(all, vs...)
 	}
 	slices.Sort(all)
-	require.Equal(t, run(1, int64(goroutines*puts)), all)
-	require.Equal(t, run(int64(goroutines*puts), 1), versionsOf(requireDense(t, users, "hot")))
+	require.Equal(t, testutil.Range(1, int64(goroutines*puts)), all)
+	require.Equal(t, testutil.Range(int64(goroutines*puts), 1), versionsOf(requireDense(t, users, "hot")))
 }
 
 // Updates that fail give their versions back: the committed versions stay
@@ -86,7 +87,7 @@ func testConcurrentPutsWithAbortsStayDense(t *testing.T, b backend) {
 		})
 	}
 	wg.Wait()
-	require.Equal(t, run(committed.Load(), 1), versionsOf(drain(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(committed.Load(), 1), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 }
 
 // Optimistic writers: each reads the latest, writes on it with PutIf, and
@@ -175,7 +176,7 @@ func testUpdatesInOppositeOrdersDoNotDeadlock(t *testing.T, b backend) {
 	}
 	wg.Wait()
 	for _, id := range []string{"x", "y"} {
-		require.Equal(t, run(int64(6*rounds), 1), versionsOf(requireDense(t, users, id)), "dense")
+		require.Equal(t, testutil.Range(int64(6*rounds), 1), versionsOf(requireDense(t, users, id)), "dense")
 	}
 	t.Logf("%d deadlocks broken", conflicts.Load())
 }

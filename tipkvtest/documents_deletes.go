@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 )
 
 // documentDeleteCases returns the tests of deleting and dropping versions:
@@ -27,7 +28,7 @@ func documentDeleteCases() []testCase {
 func testDeleteWritesAMarker(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	require.NoError(t, users.Delete(db, "a"), "deleting a missing document is no error")
-	require.Empty(t, drain(t, users.History("a", tipkv.Query{})), "and writes nothing")
+	require.Empty(t, testutil.Collect(t, users.History("a", tipkv.Query{})), "and writes nothing")
 
 	putN(t, users, db, "a", 3)
 	putN(t, users, db, "b", 2)
@@ -48,19 +49,19 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 		_, err = users.AsOf("a", v)
 		require.ErrorIs(t, err, tipkv.ErrNotFound, "AsOf(%d)", v)
 	}
-	hist := drain(t, users.History("a", tipkv.Query{}))
-	require.Equal(t, run(4, 1), versionsOf(hist))
+	hist := testutil.Collect(t, users.History("a", tipkv.Query{}))
+	require.Equal(t, testutil.Range(4, 1), versionsOf(hist))
 	require.True(t, hist[0].Deleted)
 	require.Equal(t, person{}, hist[0].Value, "a marker has no value")
 	require.False(t, hist[1].Deleted)
-	require.Equal(t, []string{"b"}, idsOf(drain(t, users.LatestAll(tipkv.Query{}))), "LatestAll skips a deleted document")
+	require.Equal(t, []string{"b"}, idsOf(testutil.Collect(t, users.LatestAll(tipkv.Query{}))), "LatestAll skips a deleted document")
 	n, err := users.Count("a")
 	require.NoError(t, err)
 	require.Equal(t, int64(4), n, "the marker is a version kept")
 
 	// A second Delete writes nothing.
 	require.NoError(t, users.Delete(db, "a"))
-	require.Equal(t, run(4, 1), versionsOf(drain(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(4, 1), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 
 	// A stale PutIf fails; PutIf(0) means "no live document".
 	_, err = users.PutIf(db, "a", person{}, 3)
@@ -95,7 +96,7 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 		require.Equal(t, int64(4), v)
 		return err
 	}))
-	require.Equal(t, []bool{false, true, false, false}, deletedOf(drain(t, users.History("b", tipkv.Query{}))))
+	require.Equal(t, []bool{false, true, false, false}, deletedOf(testutil.Collect(t, users.History("b", tipkv.Query{}))))
 	boom := errors.New("boom")
 	require.ErrorIs(t, db.Update(func(bt *tipkv.Batch) error {
 		require.NoError(t, users.Delete(bt, "b"))
@@ -115,7 +116,7 @@ func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 	n, err := users.Prune(db, "a", 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)
-	hist := drain(t, users.History("a", tipkv.Query{}))
+	hist := testutil.Collect(t, users.History("a", tipkv.Query{}))
 	require.Equal(t, []int64{6}, versionsOf(hist))
 	require.True(t, hist[0].Deleted, "the marker is the latest version, kept")
 	n, err = users.PruneBefore(db, "a", 100)
@@ -132,7 +133,7 @@ func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 	n, err = users.Purge(db, "a")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
-	require.Empty(t, drain(t, users.History("a", tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, users.History("a", tipkv.Query{})))
 	_, err = users.Latest("a")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
 	n, err = users.Purge(db, "a")
@@ -153,9 +154,9 @@ func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 		require.Equal(t, int64(1), v)
 		return users.Delete(bt, "a")
 	}))
-	hist = drain(t, users.History("a", tipkv.Query{}))
+	hist = testutil.Collect(t, users.History("a", tipkv.Query{}))
 	require.Equal(t, []bool{true, false}, deletedOf(hist))
-	require.Equal(t, run(2, 1), versionsOf(hist))
+	require.Equal(t, testutil.Range(2, 1), versionsOf(hist))
 
 	_, err = users.Purge(db, "")
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -172,7 +173,7 @@ func testPrune(t *testing.T, b backend) {
 	n, err := users.Prune(db, "a", 3)
 	require.NoError(t, err)
 	require.Equal(t, int64(7), n)
-	require.Equal(t, run(10, 8), versionsOf(drain(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(10, 8), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 
 	n, err = users.Prune(db, "a", 3)
 	require.NoError(t, err)
@@ -182,7 +183,7 @@ func testPrune(t *testing.T, b backend) {
 	n, err = users.Prune(db, "a", 3)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), n)
-	require.Equal(t, run(12, 10), versionsOf(drain(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(12, 10), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 
 	n, err = users.Prune(db, "a", 1)
 	require.NoError(t, err)
@@ -191,7 +192,7 @@ func testPrune(t *testing.T, b backend) {
 	require.NoError(t, err)
 	require.Equal(t, int64(12), d.Version, "the latest version is never pruned")
 
-	require.Equal(t, run(3, 1), versionsOf(drain(t, users.History("b", tipkv.Query{}))), "other documents keep theirs")
+	require.Equal(t, testutil.Range(3, 1), versionsOf(testutil.Collect(t, users.History("b", tipkv.Query{}))), "other documents keep theirs")
 
 	_, err = users.Prune(db, "a", 0)
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -209,11 +210,11 @@ func testPrune(t *testing.T, b backend) {
 	n, err = users.Prune(db, "long", 7)
 	require.NoError(t, err)
 	require.Equal(t, int64(93), n)
-	require.Equal(t, run(100, 94), versionsOf(requireDense(t, users, "long")))
+	require.Equal(t, testutil.Range(100, 94), versionsOf(requireDense(t, users, "long")))
 	n, err = users.Purge(db, "long")
 	require.NoError(t, err)
 	require.Equal(t, int64(7), n)
-	require.Empty(t, drain(t, users.History("long", tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, users.History("long", tipkv.Query{})))
 }
 
 // PruneBefore(v) drops the versions below v, keeping v itself and always
@@ -229,7 +230,7 @@ func testPruneBefore(t *testing.T, b backend) {
 	n, err = users.PruneBefore(db, "a", 4)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
-	require.Equal(t, run(10, 4), versionsOf(drain(t, users.History("a", tipkv.Query{}))), "version 4 itself stays")
+	require.Equal(t, testutil.Range(10, 4), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))), "version 4 itself stays")
 
 	n, err = users.PruneBefore(db, "a", 4)
 	require.NoError(t, err)
@@ -245,7 +246,7 @@ func testPruneBefore(t *testing.T, b backend) {
 	n, err = users.PruneBefore(db, "a", 1000)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)
-	require.Equal(t, []int64{10}, versionsOf(drain(t, users.History("a", tipkv.Query{}))), "the latest stays")
+	require.Equal(t, []int64{10}, versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))), "the latest stays")
 
 	_, err = users.PruneBefore(db, "a", 0)
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -265,7 +266,7 @@ func testPruneInsideUpdate(t *testing.T, b backend) {
 		require.Equal(t, int64(1), n) // 4
 		return nil
 	}))
-	require.Equal(t, run(6, 5), versionsOf(drain(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(6, 5), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 
 	// A new document written and pruned in one Update.
 	require.NoError(t, db.Update(func(bt *tipkv.Batch) error {
@@ -275,5 +276,5 @@ func testPruneInsideUpdate(t *testing.T, b backend) {
 		require.Equal(t, int64(3), n)
 		return nil
 	}))
-	require.Equal(t, run(5, 4), versionsOf(drain(t, users.History("new", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(5, 4), versionsOf(testutil.Collect(t, users.History("new", tipkv.Query{}))))
 }

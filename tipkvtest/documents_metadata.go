@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -64,7 +65,7 @@ func testMetadataRoundTrip(t *testing.T, b backend) {
 		return err
 	}))
 	want := map[int64]*tipkv.Metadata{1: nil, 2: &ada, 3: &job, 4: &ada, 5: &job}
-	for _, d := range drain(t, users.History("a", tipkv.Query{})) {
+	for _, d := range testutil.Collect(t, users.History("a", tipkv.Query{})) {
 		requireMeta(t, d, want[d.Version], "History")
 	}
 	page, _, err := users.HistoryPage("a", tipkv.Query{Limit: 5})
@@ -72,7 +73,7 @@ func testMetadataRoundTrip(t *testing.T, b backend) {
 	for _, d := range page {
 		requireMeta(t, d, want[d.Version], "HistoryPage")
 	}
-	for _, d := range drain(t, users.HistoryBetween("a", t0.Add(-1), t0.AddDate(100, 0, 0), tipkv.Query{})) {
+	for _, d := range testutil.Collect(t, users.HistoryBetween("a", t0.Add(-1), t0.AddDate(100, 0, 0), tipkv.Query{})) {
 		requireMeta(t, d, want[d.Version], "HistoryBetween")
 	}
 	d, err := users.Latest("a")
@@ -168,7 +169,7 @@ func testMetadataRetriedUpdate(t *testing.T, b backend) {
 		return err
 	}))
 	require.Equal(t, int64(2), runs.Load(), "the Update ran again")
-	hist := drain(t, a.History("x", tipkv.Query{}))
+	hist := testutil.Collect(t, a.History("x", tipkv.Query{}))
 	require.Equal(t, []int64{3, 2, 1}, versionsOf(hist))
 	requireMeta(t, hist[0], &m, "the version the Update committed")
 	requireMeta(t, hist[1], nil, "B's version")

@@ -15,6 +15,7 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -275,7 +276,7 @@ func checkDocModel(t *testing.T, users *versioned.Collection[person], m docModel
 		require.NoError(t, err)
 		require.Equal(t, int64(len(want)), n, "step %d: Count(%q)", step, id)
 
-		hist := drain(t, users.History(id, tipkv.Query{}))
+		hist := testutil.Collect(t, users.History(id, tipkv.Query{}))
 		require.Equal(t, want, versionsOf(hist), "step %d: History(%q)", step, id)
 		for _, h := range hist {
 			require.Equal(t, vs[h.Version] == markerAge, h.Deleted, "step %d: %q v%d", step, id, h.Version)
@@ -319,7 +320,7 @@ func checkDocModel(t *testing.T, users *versioned.Collection[person], m docModel
 	}
 	slices.Sort(live)
 	var got []string
-	for _, d := range drain(t, users.LatestAll(tipkv.Query{})) {
+	for _, d := range testutil.Collect(t, users.LatestAll(tipkv.Query{})) {
 		got = append(got, d.ID)
 		require.Equal(t, m.latest(d.ID), d.Version, "step %d: LatestAll %q", step, d.ID)
 	}
@@ -417,7 +418,7 @@ func testDefaultCodecNames(t *testing.T, b backend) {
 	p, err = feed.Append(db, "s", tagged{FullName: "Bob"})
 	require.NoError(t, err)
 	require.Equal(t, []string{"Age", "FullName"}, storedNames(t, db, feedKey("s", p)))
-	events := drain(t, feed.Newest("s", tipkv.Query{Limit: 1}))
+	events := testutil.Collect(t, feed.Newest("s", tipkv.Query{Limit: 1}))
 	require.Equal(t, "Bob", events[0].Value.FullName)
 
 	// A codec given in the options is used as it is.

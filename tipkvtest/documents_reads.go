@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -39,30 +40,30 @@ func testHistoryPages(t *testing.T, b backend) {
 	putN(t, users, db, "a", 25)
 	putN(t, users, db, "b", 3)
 
-	require.Equal(t, [][]int64{run(25, 16), run(15, 6), run(5, 1)},
+	require.Equal(t, [][]int64{testutil.Range(25, 16), testutil.Range(15, 6), testutil.Range(5, 1)},
 		pages(t, users, "a", tipkv.Query{Limit: 10}))
-	require.Equal(t, [][]int64{run(20, 14), run(13, 7), run(6, 5)},
+	require.Equal(t, [][]int64{testutil.Range(20, 14), testutil.Range(13, 7), testutil.Range(6, 5)},
 		pages(t, users, "a", tipkv.Query{Limit: 7, From: 5, To: 20}))
-	require.Equal(t, [][]int64{run(25, 1)}, pages(t, users, "a", tipkv.Query{}))
+	require.Equal(t, [][]int64{testutil.Range(25, 1)}, pages(t, users, "a", tipkv.Query{}))
 	require.Equal(t, [][]int64{{7}}, pages(t, users, "a", tipkv.Query{From: 7, To: 7}))
-	require.Equal(t, [][]int64{run(25, 24)}, pages(t, users, "a", tipkv.Query{From: 24, To: 1000}))
+	require.Equal(t, [][]int64{testutil.Range(25, 24)}, pages(t, users, "a", tipkv.Query{From: 24, To: 1000}))
 	require.Empty(t, pages(t, users, "a", tipkv.Query{From: 26}))
 	require.Empty(t, pages(t, users, "nobody", tipkv.Query{Limit: 3}))
 
 	// Versions written between pages do not shift the next page.
-	first := drain(t, users.History("a", tipkv.Query{Limit: 5}))
+	first := testutil.Collect(t, users.History("a", tipkv.Query{Limit: 5}))
 	putN(t, users, db, "a", 3)
-	next := drain(t, users.History("a", tipkv.Query{Limit: 5, After: first[len(first)-1].Cursor()}))
-	require.Equal(t, run(20, 16), versionsOf(next))
+	next := testutil.Collect(t, users.History("a", tipkv.Query{Limit: 5, After: first[len(first)-1].Cursor()}))
+	require.Equal(t, testutil.Range(20, 16), versionsOf(next))
 
 	// A Latest, Get or AsOf result continues into the older versions.
 	d, err := users.AsOf("a", 10)
 	require.NoError(t, err)
-	require.Equal(t, run(9, 7), versionsOf(drain(t, users.History("a", tipkv.Query{Limit: 3, After: d.Cursor()}))))
+	require.Equal(t, testutil.Range(9, 7), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{Limit: 3, After: d.Cursor()}))))
 
 	// The last version's cursor ends the read.
-	last := drain(t, users.History("a", tipkv.Query{From: 1, To: 1}))
-	require.Empty(t, drain(t, users.History("a", tipkv.Query{After: last[0].Cursor()})))
+	last := testutil.Collect(t, users.History("a", tipkv.Query{From: 1, To: 1}))
+	require.Empty(t, testutil.Collect(t, users.History("a", tipkv.Query{After: last[0].Cursor()})))
 }
 
 // History stops when its consumer breaks out of the loop, having yielded
@@ -98,10 +99,10 @@ func testBadQueriesAndCursors(t *testing.T, b backend) {
 	_, err = feed.Append(db, "a", person{})
 	require.NoError(t, err)
 
-	hist := drain(t, users.History("a", tipkv.Query{Limit: 2}))
-	all := drain(t, users.LatestAll(tipkv.Query{Limit: 1}))
-	events := drain(t, feed.Newest("a", tipkv.Query{}))
-	otherHist := drain(t, other.History("a", tipkv.Query{Limit: 1}))
+	hist := testutil.Collect(t, users.History("a", tipkv.Query{Limit: 2}))
+	all := testutil.Collect(t, users.LatestAll(tipkv.Query{Limit: 1}))
+	events := testutil.Collect(t, feed.Newest("a", tipkv.Query{}))
+	otherHist := testutil.Collect(t, other.History("a", tipkv.Query{Limit: 1}))
 	c := string(hist[1].Cursor())
 
 	for name, q := range map[string]tipkv.Query{
@@ -115,12 +116,12 @@ func testBadQueriesAndCursors(t *testing.T, b backend) {
 		"truncated cursor":          {After: tipkv.Cursor(c[:len(c)-1])},
 		"flipped cursor":            {After: tipkv.Cursor(flip(c))},
 		"long cursor":               {After: tipkv.Cursor(make([]byte, 5000))},
-		"other document's cursor":   {After: drain(t, users.History("b", tipkv.Query{Limit: 1}))[0].Cursor()},
+		"other document's cursor":   {After: testutil.Collect(t, users.History("b", tipkv.Query{Limit: 1}))[0].Cursor()},
 		"other collection's cursor": {After: otherHist[0].Cursor()},
 		"LatestAll cursor":          {After: all[0].Cursor()},
 		"feed cursor":               {After: events[0].Cursor()},
 	} {
-		err := drainErr(t, users.History("a", q))
+		err := testutil.ReadErr(t, users.History("a", q))
 		require.ErrorIs(t, err, tipkv.ErrInvalid, name)
 		require.ErrorContains(t, err, `"a"`, name)
 	}
@@ -130,10 +131,10 @@ func testBadQueriesAndCursors(t *testing.T, b backend) {
 		"negative limit":  {Limit: -1},
 		"history cursor":  {After: hist[0].Cursor()},
 		"garbage cursor":  {After: "%%%"},
-		"other coll's":    {After: drain(t, other.LatestAll(tipkv.Query{}))[0].Cursor()},
+		"other coll's":    {After: testutil.Collect(t, other.LatestAll(tipkv.Query{}))[0].Cursor()},
 		"a feed's cursor": {After: events[0].Cursor()},
 	} {
-		require.ErrorIs(t, drainErr(t, users.LatestAll(q)), tipkv.ErrInvalid, name)
+		require.ErrorIs(t, testutil.ReadErr(t, users.LatestAll(q)), tipkv.ErrInvalid, name)
 	}
 	require.Empty(t, versioned.Doc[person]{}.Cursor())
 }
@@ -156,7 +157,7 @@ func testLatestAll(t *testing.T, b backend) {
 	require.NoError(t, err)
 	putN(t, other, db, "u00", 9)
 
-	docs := drain(t, users.LatestAll(tipkv.Query{}))
+	docs := testutil.Collect(t, users.LatestAll(tipkv.Query{}))
 	require.Len(t, docs, 31)
 	for i, id := range ids {
 		require.Equal(t, id, docs[i].ID)
@@ -169,7 +170,7 @@ func testLatestAll(t *testing.T, b backend) {
 	q := tipkv.Query{Prefix: "u1", Limit: 4}
 	var got []string
 	for range 10 {
-		page := drain(t, users.LatestAll(q))
+		page := testutil.Collect(t, users.LatestAll(q))
 		if len(page) == 0 {
 			break
 		}
@@ -178,18 +179,18 @@ func testLatestAll(t *testing.T, b backend) {
 		q.After = page[len(page)-1].Cursor()
 	}
 	require.Equal(t, ids[10:20], got)
-	require.Empty(t, drain(t, users.LatestAll(tipkv.Query{Prefix: "w"})))
+	require.Empty(t, testutil.Collect(t, users.LatestAll(tipkv.Query{Prefix: "w"})))
 
 	// A cursor from outside the prefix's range.
-	require.Empty(t, drain(t, users.LatestAll(tipkv.Query{Prefix: "u", After: docs[30].Cursor()})))
-	rest := drain(t, users.LatestAll(tipkv.Query{Prefix: "v", After: docs[0].Cursor()}))
+	require.Empty(t, testutil.Collect(t, users.LatestAll(tipkv.Query{Prefix: "u", After: docs[30].Cursor()})))
+	rest := testutil.Collect(t, users.LatestAll(tipkv.Query{Prefix: "v", After: docs[0].Cursor()}))
 	require.Len(t, rest, 1)
 
 	// Pruned and deleted documents.
 	_, err = users.Prune(db, "u06", 1)
 	require.NoError(t, err)
 	require.NoError(t, users.Delete(db, "u07"))
-	docs = drain(t, users.LatestAll(tipkv.Query{Prefix: "u0"}))
+	docs = testutil.Collect(t, users.LatestAll(tipkv.Query{Prefix: "u0"}))
 	require.Len(t, docs, 9)
 	require.Equal(t, "u06", docs[6].ID)
 	require.Equal(t, int64(7), docs[6].Version)
@@ -235,7 +236,7 @@ func testLatestMany(t *testing.T, b backend) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{2, 0, 1, 0, 3, 2}, versionsOf(docs))
 	require.Equal(t, []string{"c", "", "a", "", "b", "c"}, idsOf(docs))
-	require.Equal(t, []int64{1}, versionsOf(drain(t, users.History("c", tipkv.Query{Limit: 1, After: docs[0].Cursor()}))),
+	require.Equal(t, []int64{1}, versionsOf(testutil.Collect(t, users.History("c", tipkv.Query{Limit: 1, After: docs[0].Cursor()}))),
 		"a result's cursor continues into the older versions")
 
 	docs, err = users.LatestMany()
@@ -263,7 +264,7 @@ func testHistoryPage(t *testing.T, b backend) {
 		}
 		q.After = next
 	}
-	require.Equal(t, [][]int64{run(7, 5), run(4, 2), {1}}, got)
+	require.Equal(t, [][]int64{testutil.Range(7, 5), testutil.Range(4, 2), {1}}, got)
 
 	// A last page that is exactly full has no next.
 	page, next, err := users.HistoryPage("a", tipkv.Query{Limit: 7})
@@ -290,8 +291,8 @@ func testHistoryPage(t *testing.T, b backend) {
 // keys, in bytewise order; names are bytes like ids.
 func testCollectionsAndStreams(t *testing.T, b backend) {
 	db := b.Open(t, nil)
-	require.Empty(t, drain(t, versioned.Collections(db)))
-	require.Empty(t, drain(t, versioned.Streams(db)))
+	require.Empty(t, testutil.Collect(t, versioned.Collections(db)))
+	require.Empty(t, testutil.Collect(t, versioned.Streams(db)))
 
 	names := []string{"users", "user", "users\x00", "\xff", "a\x00b", "orders"}
 	for i, name := range names {
@@ -326,8 +327,8 @@ func testCollectionsAndStreams(t *testing.T, b backend) {
 
 	want := append([]string{"deleted"}, names...)
 	slices.Sort(want)
-	require.Equal(t, want, drain(t, versioned.Collections(db)))
-	require.Equal(t, []string{"audit", "audit\x00x", "clicks"}, drain(t, versioned.Streams(db)))
+	require.Equal(t, want, testutil.Collect(t, versioned.Collections(db)))
+	require.Equal(t, []string{"audit", "audit\x00x", "clicks"}, testutil.Collect(t, versioned.Streams(db)))
 
 	// A consumer that stops early.
 	for name, err := range versioned.Collections(db) {
@@ -335,7 +336,7 @@ func testCollectionsAndStreams(t *testing.T, b backend) {
 		require.Equal(t, want[0], name)
 		break
 	}
-	require.ErrorIs(t, drainErr(t, versioned.Collections(nil)), tipkv.ErrInvalid)
+	require.ErrorIs(t, testutil.ReadErr(t, versioned.Collections(nil)), tipkv.ErrInvalid)
 }
 
 // Reads through one snapshot agree with each other while writes commit:
@@ -368,20 +369,20 @@ func testSnapshotReadsAgree(t *testing.T, b backend) {
 			require.Equal(t, int64(5), d.Version, when)
 			_, err = view.Get("a", 6)
 			require.ErrorIs(t, err, tipkv.ErrNotFound, when)
-			require.Equal(t, run(5, 1), versionsOf(drain(t, view.History("a", tipkv.Query{}))), when)
+			require.Equal(t, testutil.Range(5, 1), versionsOf(testutil.Collect(t, view.History("a", tipkv.Query{}))), when)
 			page, next, err := view.HistoryPage("a", tipkv.Query{Limit: 2})
 			require.NoError(t, err, when)
-			require.Equal(t, run(5, 4), versionsOf(page), when)
+			require.Equal(t, testutil.Range(5, 4), versionsOf(page), when)
 			require.NotEmpty(t, next, when)
-			require.Equal(t, []string{"a", "b"}, idsOf(drain(t, view.LatestAll(tipkv.Query{}))), when)
+			require.Equal(t, []string{"a", "b"}, idsOf(testutil.Collect(t, view.LatestAll(tipkv.Query{}))), when)
 			n, err := view.Count("a")
 			require.NoError(t, err, when)
 			require.Equal(t, int64(5), n, when)
 			many, err := view.LatestMany("b", "c", "a")
 			require.NoError(t, err, when)
 			require.Equal(t, []int64{2, 0, 5}, versionsOf(many), when)
-			require.Len(t, drain(t, fv.Newest("s", tipkv.Query{})), 3, when)
-			require.Len(t, drain(t, fv.Between("s", time.Time{}, versioned.MaxTime, tipkv.Query{})), 3, when)
+			require.Len(t, testutil.Collect(t, fv.Newest("s", tipkv.Query{})), 3, when)
+			require.Len(t, testutil.Collect(t, fv.Between("s", time.Time{}, versioned.MaxTime, tipkv.Query{})), 3, when)
 		}
 		check("before the writes")
 		putN(t, users, db, "a", 2)
@@ -407,8 +408,8 @@ func testSnapshotReadsAgree(t *testing.T, b backend) {
 	}))
 	_, err = users.In(kept).Latest("a")
 	require.ErrorIs(t, err, tipkv.ErrInvalid, "a snapshot whose View returned")
-	require.ErrorIs(t, drainErr(t, users.In(kept).History("a", tipkv.Query{})), tipkv.ErrInvalid)
-	require.ErrorIs(t, drainErr(t, feed.In(kept).Newest("s", tipkv.Query{})), tipkv.ErrInvalid)
+	require.ErrorIs(t, testutil.ReadErr(t, users.In(kept).History("a", tipkv.Query{})), tipkv.ErrInvalid)
+	require.ErrorIs(t, testutil.ReadErr(t, feed.In(kept).Newest("s", tipkv.Query{})), tipkv.ErrInvalid)
 	_, err = users.In(nil).Count("a")
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 }
@@ -418,7 +419,7 @@ func pages(t *testing.T, users *versioned.Collection[person], id string, q tipkv
 	t.Helper()
 	var out [][]int64
 	for range 100 {
-		page := drain(t, users.History(id, q))
+		page := testutil.Collect(t, users.History(id, q))
 		if len(page) == 0 {
 			return out
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -95,7 +96,7 @@ func testDeleteIf(t *testing.T, b backend) {
 	v, err = users.DeleteIf(db, "p", 3)
 	require.NoError(t, err, "already deleted at the expected version")
 	require.Equal(t, int64(3), v)
-	hist := drain(t, users.History("p", tipkv.Query{}))
+	hist := testutil.Collect(t, users.History("p", tipkv.Query{}))
 	require.Equal(t, []int64{3, 2, 1}, versionsOf(hist))
 	require.True(t, hist[0].Deleted)
 	m, err := hist[0].Metadata()

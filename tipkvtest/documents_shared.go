@@ -15,6 +15,7 @@ import (
 	"github.com/tipkv/tipkv/internal/fakes"
 	"github.com/tipkv/tipkv/internal/faultstore"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -191,7 +192,7 @@ func testSharedPutIfAfterAnotherHandle(t *testing.T, b backend) {
 	require.NoError(t, a.Delete(dbA, "x")) // marker at 11
 	put(bb, dbB, 12)
 	require.NoError(t, a.Delete(dbA, "x"), "A remembered a marker: the Delete is guarded, fails, reads")
-	hist := drain(t, a.History("x", tipkv.Query{Limit: 2}))
+	hist := testutil.Collect(t, a.History("x", tipkv.Query{Limit: 2}))
 	require.Equal(t, []int64{13, 12}, versionsOf(hist))
 	require.Equal(t, []bool{true, false}, deletedOf(hist))
 
@@ -199,7 +200,7 @@ func testSharedPutIfAfterAnotherHandle(t *testing.T, b backend) {
 	n, err := a.Prune(dbA, "x", 2) // A remembered 13
 	require.NoError(t, err)
 	require.Equal(t, int64(12), n)
-	require.Equal(t, []int64{14, 13}, versionsOf(drain(t, a.History("x", tipkv.Query{}))))
+	require.Equal(t, []int64{14, 13}, versionsOf(testutil.Collect(t, a.History("x", tipkv.Query{}))))
 
 	n, err = bb.Prune(dbB, "x", 1) // oldest now 14; A remembers 13
 	require.NoError(t, err)
@@ -235,7 +236,7 @@ func testSharedPutIfAfterAnotherHandle(t *testing.T, b backend) {
 		return err
 	}))
 	require.Equal(t, 2, runs, "the stale hint made the first run fail")
-	require.Equal(t, run(4, 1), versionsOf(requireDense(t, a, "x")))
+	require.Equal(t, testutil.Range(4, 1), versionsOf(requireDense(t, a, "x")))
 }
 
 // Commits fail at random the ways a shared engine's fail (a condition
@@ -362,7 +363,7 @@ func testSharedFaults(t *testing.T, b backend) {
 	// The acknowledged Appends are all there, at their positions.
 	fs.SetOdds(faultstore.Odds{})
 	stored := map[int64]int{}
-	for _, e := range drain(t, feed.Newest("s", tipkv.Query{})) {
+	for _, e := range testutil.Collect(t, feed.Newest("s", tipkv.Query{})) {
 		stored[e.Position] = e.Value
 	}
 	for p, v := range events {

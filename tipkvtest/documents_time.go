@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -44,7 +45,7 @@ func requireTimesIncrease[T any](t testing.TB, hist []versioned.Doc[T]) {
 // the DB's clock, and every read returns it; when the clock steps back,
 // the next version's time is 1 ns past the latest one's.
 func testCommitTimes(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
 	put := func(id string, want int64) {
@@ -65,7 +66,7 @@ func testCommitTimes(t *testing.T, b backend) {
 	put("c", 1)
 
 	want := map[int64]time.Time{1: t0, 2: t0.Add(1), 3: t0.Add(2), 4: t0.Add(time.Hour)}
-	hist := drain(t, users.History("a", tipkv.Query{}))
+	hist := testutil.Collect(t, users.History("a", tipkv.Query{}))
 	require.Equal(t, []int64{4, 3, 2, 1}, versionsOf(hist))
 	require.True(t, hist[1].Deleted)
 	for _, d := range hist {
@@ -116,7 +117,7 @@ func testCommitTimes(t *testing.T, b backend) {
 // reading, and a second version of one document in it 1 ns more; the
 // messages it enqueues were enqueued at that reading too.
 func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
 	q := qOpen[string](t, db, "outbox", nil)
@@ -137,8 +138,8 @@ func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
 	msgs := qPeekAll(t, q)
 	require.Len(t, msgs, 1)
 	require.True(t, t0.Equal(msgs[0].Enqueued), "the message enqueued at %v", msgs[0].Enqueued)
-	hx := drain(t, users.History("x", tipkv.Query{}))
-	hy := drain(t, users.History("y", tipkv.Query{}))
+	hx := testutil.Collect(t, users.History("x", tipkv.Query{}))
+	hy := testutil.Collect(t, users.History("y", tipkv.Query{}))
 	require.Len(t, hx, 2)
 	require.True(t, t0.Equal(hx[1].Time), "x1 at %v", hx[1].Time)
 	require.True(t, t0.Add(1).Equal(hx[0].Time), "x2 at %v", hx[0].Time)
@@ -157,8 +158,8 @@ func testCommitTimesSkewedClocks(t *testing.T, b backend) {
 	if b.Second == nil {
 		t.Skip("one handle only: an exclusive engine")
 	}
-	ahead := &feedClock{now: t0.Add(time.Hour)}
-	behind := &feedClock{now: t0}
+	ahead := testutil.NewClock(t0.Add(time.Hour))
+	behind := testutil.NewClock(t0)
 	dbA := b.Open(t, clockOpts(ahead))
 	dbB := b.Second(t, dbA, clockOpts(behind))
 	a, bb := people(t, dbA), people(t, dbB)
@@ -179,7 +180,7 @@ func testCommitTimesSkewedClocks(t *testing.T, b backend) {
 		require.NoError(t, err, "write %d", i)
 	}
 	for _, c := range []*versioned.Collection[person]{a, bb} {
-		hist := drain(t, c.History("x", tipkv.Query{}))
+		hist := testutil.Collect(t, c.History("x", tipkv.Query{}))
 		require.Len(t, hist, 6)
 		requireTimesIncrease(t, hist)
 		require.True(t, t0.Add(time.Hour).Equal(hist[5].Time))
@@ -197,8 +198,8 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		t.Skip("one handle only: an exclusive engine")
 	}
 	for _, size := range []int{1, 4 << 10} {
-		early := &feedClock{now: t0}
-		late := &feedClock{now: t0.Add(2 * time.Hour)}
+		early := testutil.NewClock(t0)
+		late := testutil.NewClock(t0.Add(2 * time.Hour))
 		dbA := b.Open(t, clockOpts(early))
 		dbB := b.Second(t, dbA, clockOpts(late))
 		a, bb := people(t, dbA), people(t, dbB)
@@ -213,7 +214,7 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		v, err := a.Put(dbA, "x", person{Name: name})
 		require.NoError(t, err)
 		require.Equal(t, int64(3), v)
-		hist := drain(t, a.History("x", tipkv.Query{}))
+		hist := testutil.Collect(t, a.History("x", tipkv.Query{}))
 		requireTimesIncrease(t, hist)
 		require.True(t, t0.Add(2*time.Hour+2).Equal(hist[0].Time), "size %d: version 3 at %v", size, hist[0].Time)
 
@@ -225,7 +226,7 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		require.NoError(t, err)
 		putN(t, bb, dbB, "y", 2)
 		require.NoError(t, a.Delete(dbA, "y"))
-		requireTimesIncrease(t, drain(t, a.History("y", tipkv.Query{})))
+		requireTimesIncrease(t, testutil.Collect(t, a.History("y", tipkv.Query{})))
 	}
 }
 
@@ -249,7 +250,7 @@ func testTimeModel(t *testing.T, b backend) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 26))
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	users := people(t, db)
 	short, err := versioned.NewCollection[person](db, "users", &versioned.Options[person]{TTL: time.Minute, PurgeInterval: -1})

@@ -14,6 +14,7 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/fakes"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -37,13 +38,13 @@ func expiring(t testing.TB, db *tipkv.DB, purgeEvery time.Duration) *versioned.C
 }
 
 // clockOpts returns DB options whose clock is clock.
-func clockOpts(clock *feedClock) *tipkv.Options { return &tipkv.Options{Clock: clock.Now} }
+func clockOpts(clock *testutil.Clock) *tipkv.Options { return &tipkv.Options{Clock: clock.Now} }
 
 // Each version reads as gone from TTL after its write: Latest, Get and
 // AsOf answer ErrNotFound, History and LatestAll skip it, and PutIf(0)
 // takes an expired document for missing without reusing its versions.
 func testTTLHidesExpiredVersions(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	_, err := versioned.NewCollection[person](db, "bad", &versioned.Options[person]{TTL: -time.Second})
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -60,8 +61,8 @@ func testTTLHidesExpiredVersions(t *testing.T, b backend) {
 	require.NoError(t, err)
 
 	clock.Set(t0.Add(45 * time.Second)) // nothing expired
-	require.Equal(t, []int64{2, 1}, versionsOf(drain(t, c.History("a", tipkv.Query{}))))
-	require.Len(t, drain(t, c.LatestAll(tipkv.Query{})), 2)
+	require.Equal(t, []int64{2, 1}, versionsOf(testutil.Collect(t, c.History("a", tipkv.Query{}))))
+	require.Len(t, testutil.Collect(t, c.LatestAll(tipkv.Query{})), 2)
 
 	clock.Set(t0.Add(ttl + 10*time.Second)) // a1 and b1 expired, a2 not
 	for _, r := range []*versioned.Collection[person]{c, plain} {
@@ -75,10 +76,10 @@ func testTTLHidesExpiredVersions(t *testing.T, b backend) {
 		_, err = r.Latest("b")
 		require.ErrorIs(t, err, tipkv.ErrNotFound)
 		require.Contains(t, err.Error(), "expired")
-		require.Equal(t, []int64{2}, versionsOf(drain(t, r.History("a", tipkv.Query{}))))
-		require.Equal(t, []int64{2}, versionsOf(drain(t, r.History("a", tipkv.Query{Limit: 1}))))
-		require.Empty(t, drain(t, r.History("b", tipkv.Query{})), "its only version expired (History sought it again for ever)")
-		require.Equal(t, []string{"a"}, idsOf(drain(t, r.LatestAll(tipkv.Query{}))))
+		require.Equal(t, []int64{2}, versionsOf(testutil.Collect(t, r.History("a", tipkv.Query{}))))
+		require.Equal(t, []int64{2}, versionsOf(testutil.Collect(t, r.History("a", tipkv.Query{Limit: 1}))))
+		require.Empty(t, testutil.Collect(t, r.History("b", tipkv.Query{})), "its only version expired (History sought it again for ever)")
+		require.Equal(t, []string{"a"}, idsOf(testutil.Collect(t, r.LatestAll(tipkv.Query{}))))
 		many, err := r.LatestMany("a", "b")
 		require.NoError(t, err)
 		require.Equal(t, "a2", many[0].Value.Name)
@@ -112,7 +113,7 @@ func testTTLHidesExpiredVersions(t *testing.T, b backend) {
 // version has expired, and nothing else; a document written again starts
 // at version 1.
 func testTTLPurgeExpired(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	c := expiring(t, db, -1)
 	plain := people(t, db)
@@ -138,8 +139,8 @@ func testTTLPurgeExpired(t *testing.T, b backend) {
 	count, err := c.Count("old0")
 	require.NoError(t, err)
 	require.EqualValues(t, 4, count, "old0 is live: kept whole")
-	require.Equal(t, []int64{4}, versionsOf(drain(t, c.History("old0", tipkv.Query{}))), "its expired versions hidden")
-	require.Equal(t, []int64{2, 1}, versionsOf(drain(t, c.History("new", tipkv.Query{}))))
+	require.Equal(t, []int64{4}, versionsOf(testutil.Collect(t, c.History("old0", tipkv.Query{}))), "its expired versions hidden")
+	require.Equal(t, []int64{2, 1}, versionsOf(testutil.Collect(t, c.History("new", tipkv.Query{}))))
 	_, err = plain.Latest("forever")
 	require.NoError(t, err)
 
@@ -156,7 +157,7 @@ func testTTLPurgeExpired(t *testing.T, b backend) {
 // A purge racing a Put of the same document never drops the new version:
 // the purge holds only while the latest version is the expired one.
 func testTTLPurgeRacingPuts(t *testing.T, b backend) {
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	db2 := db
 	if b.Second != nil {
@@ -210,7 +211,7 @@ func testTTLPurgeKeepsRewritten(t *testing.T, b backend) {
 			if other && b.Second == nil {
 				t.Skip("one handle per store on an exclusive engine")
 			}
-			clock := &feedClock{now: t0}
+			clock := testutil.NewClock(t0)
 			base := b.Open(t, clockOpts(clock))
 			s, err := link.StoreOf(base)
 			require.NoError(t, err)
@@ -273,7 +274,7 @@ func testTTLPurgeInTheBackground(t *testing.T, b backend) {
 	if b.Reopen == nil {
 		t.Skip("the backend cannot reopen a store")
 	}
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, clockOpts(clock))
 	c := expiring(t, db, -1)
 	putN(t, c, db, "a", 2)

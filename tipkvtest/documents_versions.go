@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -90,7 +91,7 @@ func testPutIf(t *testing.T, b backend) {
 	_, err = users.PutIf(db, "new", person{}, 3)
 	require.ErrorIs(t, err, tipkv.ErrConflict)
 	require.ErrorContains(t, err, "latest version is 0, expected 3")
-	require.Empty(t, drain(t, users.History("new", tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, users.History("new", tipkv.Query{})))
 }
 
 // AsOf(v) is the greatest version <= v: past the latest it is the latest,
@@ -145,11 +146,11 @@ func testIDsAreBytes(t *testing.T, b backend) {
 		require.NoError(t, err, "%q", id)
 		require.Equal(t, id, d.ID)
 		require.Equal(t, int64(i+1), d.Version, "%q", id)
-		require.Len(t, drain(t, users.History(id, tipkv.Query{})), i+1, "%q", id)
+		require.Len(t, testutil.Collect(t, users.History(id, tipkv.Query{})), i+1, "%q", id)
 	}
 	want := slices.Clone(ids)
 	slices.Sort(want)
-	require.Equal(t, want, idsOf(drain(t, users.LatestAll(tipkv.Query{}))), "LatestAll is in bytewise id order")
+	require.Equal(t, want, idsOf(testutil.Collect(t, users.LatestAll(tipkv.Query{}))), "LatestAll is in bytewise id order")
 }
 
 // A stored value that does not decode is ErrCorrupt naming the

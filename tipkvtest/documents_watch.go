@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -216,7 +217,7 @@ func testWatchStartsAfter(t *testing.T, b backend) {
 		id    string
 		after int64
 	}{{"", 0}, {"a", -1}} {
-		err := drainErr(t, users.Watch(context.Background(), bad.id, bad.after))
+		err := testutil.ReadErr(t, users.Watch(context.Background(), bad.id, bad.after))
 		require.ErrorIs(t, err, tipkv.ErrInvalid)
 	}
 }
@@ -252,5 +253,5 @@ func testWatchEnds(t *testing.T, b backend) {
 	require.ErrorIs(t, <-ends, tipkv.ErrClosed)
 
 	// A Watch on a closed DB ends at once.
-	require.ErrorIs(t, drainErr(t, users.Watch(context.Background(), "e", 0)), tipkv.ErrClosed)
+	require.ErrorIs(t, testutil.ReadErr(t, users.Watch(context.Background(), "e", 0)), tipkv.ErrClosed)
 }

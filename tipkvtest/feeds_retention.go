@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -23,14 +24,14 @@ func feedRetentionCases() []testCase {
 	}
 }
 
-func retainingFeed(t testing.TB, db *tipkv.DB, clock *feedClock, r versioned.FeedRetention) *versioned.Feed[click] {
+func retainingFeed(t testing.TB, db *tipkv.DB, clock *testutil.Clock, r versioned.FeedRetention) *versioned.Feed[click] {
 	t.Helper()
 	f, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Clock: clock.Now, Retention: r})
 	require.NoError(t, err)
 	return f
 }
 
-func appendN(t testing.TB, db *tipkv.DB, f *versioned.Feed[click], clock *feedClock, stream string, n int) []int64 {
+func appendN(t testing.TB, db *tipkv.DB, f *versioned.Feed[click], clock *testutil.Clock, stream string, n int) []int64 {
 	t.Helper()
 	var ps []int64
 	for range n {
@@ -44,7 +45,7 @@ func appendN(t testing.TB, db *tipkv.DB, f *versioned.Feed[click], clock *feedCl
 
 func storedPositions(t testing.TB, f *versioned.Feed[click], stream string) []int64 {
 	t.Helper()
-	ps := positionsOf(drain(t, f.Newest(stream, tipkv.Query{})))
+	ps := positionsOf(testutil.Collect(t, f.Newest(stream, tipkv.Query{})))
 	slices.Reverse(ps)
 	return ps
 }
@@ -56,7 +57,7 @@ func newestOf(ps []int64, n int) []int64 { return ps[max(len(ps)-n, 0):] }
 // prefix, touches no stream outside it, and stops at a group's cursor.
 func testRetentionMaxEvents(t *testing.T, b backend) {
 	db := b.Open(t, nil)
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	for _, bad := range []versioned.FeedRetention{{MaxEvents: -1}, {MaxAge: -time.Second}} {
 		_, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Retention: bad})
 		require.ErrorIs(t, err, tipkv.ErrInvalid)
@@ -108,7 +109,7 @@ func testRetentionMaxEvents(t *testing.T, b backend) {
 // the bounds combine: the stricter one cuts.
 func testRetentionMaxAge(t *testing.T, b backend) {
 	db := b.Open(t, nil)
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	f := retainingFeed(t, db, clock, versioned.FeedRetention{MaxAge: time.Minute, Interval: -1})
 	both := retainingFeed(t, db, clock, versioned.FeedRetention{Streams: "both", MaxAge: time.Minute, MaxEvents: 3, Interval: -1})
 	var ps []int64
@@ -145,7 +146,7 @@ func testRetentionMaxAge(t *testing.T, b backend) {
 // MaxEvents.
 func testRetentionUnderConcurrentWriters(t *testing.T, b backend) {
 	const keep = 8
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	dbs := []*tipkv.DB{b.Open(t, nil)}
 	if b.Second != nil {
 		dbs = append(dbs, b.Second(t, dbs[0], nil))
@@ -266,7 +267,7 @@ func testRetentionInTheBackground(t *testing.T, b backend) {
 		t.Skip("the backend cannot reopen a store")
 	}
 	const keep = 4
-	clock := &feedClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db := b.Open(t, nil)
 	f := retainingFeed(t, db, clock, versioned.FeedRetention{})
 	appendN(t, db, f, clock, "s", 3*keep)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -66,7 +67,7 @@ func testSinceIsOldestFirst(t *testing.T, b backend) {
 		var got []int64
 		after := int64(0)
 		for {
-			page := positionsOf(drain(t, f.Since("s", after, tipkv.Query{Limit: limit})))
+			page := positionsOf(testutil.Collect(t, f.Since("s", after, tipkv.Query{Limit: limit})))
 			if len(page) == 0 {
 				break
 			}
@@ -78,13 +79,13 @@ func testSinceIsOldestFirst(t *testing.T, b backend) {
 		}
 		require.Equal(t, want, got, "limit %d", limit)
 	}
-	all := positionsOf(drain(t, f.Since("s", 0, tipkv.Query{From: want[5], To: want[20]})))
+	all := positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{From: want[5], To: want[20]})))
 	require.Equal(t, want[5:21], all)
-	require.Empty(t, drain(t, f.Since("s", want[len(want)-1], tipkv.Query{})))
-	require.Empty(t, drain(t, f.Since("nothing", 0, tipkv.Query{})))
-	require.ErrorIs(t, drainErr(t, f.Since("s", -1, tipkv.Query{})), tipkv.ErrInvalid)
-	require.ErrorIs(t, drainErr(t, f.Since("s", 0, tipkv.Query{After: "x"})), tipkv.ErrInvalid)
-	require.ErrorIs(t, drainErr(t, f.Since("", 0, tipkv.Query{})), tipkv.ErrInvalid)
+	require.Empty(t, testutil.Collect(t, f.Since("s", want[len(want)-1], tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, f.Since("nothing", 0, tipkv.Query{})))
+	require.ErrorIs(t, testutil.ReadErr(t, f.Since("s", -1, tipkv.Query{})), tipkv.ErrInvalid)
+	require.ErrorIs(t, testutil.ReadErr(t, f.Since("s", 0, tipkv.Query{After: "x"})), tipkv.ErrInvalid)
+	require.ErrorIs(t, testutil.ReadErr(t, f.Since("", 0, tipkv.Query{})), tipkv.ErrInvalid)
 }
 
 // Query.Limit 0 means no limit for Since as for every read: a stream of
@@ -107,9 +108,9 @@ func testSinceWithoutLimitYieldsEveryEvent(t *testing.T, b backend) {
 			return nil
 		}))
 	}
-	require.Equal(t, want, positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))))
-	require.Equal(t, want[:versioned.SincePage+1], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{Limit: versioned.SincePage + 1}))))
-	require.Equal(t, want[3:n-5], positionsOf(drain(t, f.Since("s", want[2], tipkv.Query{To: want[n-6]}))))
+	require.Equal(t, want, positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{}))))
+	require.Equal(t, want[:versioned.SincePage+1], positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{Limit: versioned.SincePage + 1}))))
+	require.Equal(t, want[3:n-5], positionsOf(testutil.Collect(t, f.Since("s", want[2], tipkv.Query{To: want[n-6]}))))
 	seen := 0
 	for _, err := range f.Since("s", 0, tipkv.Query{}) {
 		require.NoError(t, err)
@@ -345,16 +346,16 @@ func testGroupCursors(t *testing.T, b backend) {
 
 	require.NoError(t, f.Advance(db, "s", "slow", 0, ps[1]))
 	require.NoError(t, f.Trim(db, "s", 2))
-	require.Equal(t, ps[2:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))), "nothing after the slowest cursor is dropped")
+	require.Equal(t, ps[2:], positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{}))), "nothing after the slowest cursor is dropped")
 	require.NoError(t, f.DropGroup(db, "s", "slow"))
 	_, err = f.Lag("s", "slow")
 	require.ErrorIs(t, err, tipkv.ErrNotFound, "a dropped group")
 	require.NoError(t, f.TrimBefore(db, "s", sec(9)))
-	require.Equal(t, ps[4:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))), "g's cursor holds")
+	require.Equal(t, ps[4:], positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{}))), "g's cursor holds")
 	past, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{TrimPastCursors: true})
 	require.NoError(t, err)
 	require.NoError(t, past.Trim(db, "s", 1))
-	require.Equal(t, ps[9:], positionsOf(drain(t, f.Since("s", 0, tipkv.Query{}))))
+	require.Equal(t, ps[9:], positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{}))))
 
 	if b.Second != nil {
 		// Another process moves the cursor: this one's memory is stale,
@@ -399,7 +400,7 @@ func testGroupsProjectExactlyOnce(t *testing.T, b backend) {
 	require.NoError(t, <-errs)
 	require.NoError(t, <-errs)
 	wg.Wait()
-	want := positionsOf(drain(t, f.Since("s", 0, tipkv.Query{Limit: n + 1})))
+	want := positionsOf(testutil.Collect(t, f.Since("s", 0, tipkv.Query{Limit: n + 1})))
 	for _, g := range []string{"a", "b"} {
 		checkProjection(t, f, g, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -62,19 +63,19 @@ func testDocumentBadInput(t *testing.T, b backend) {
 		"Prune 0":     func() error { _, err := blobs.Prune(db, "a", 0); return err },
 		"PruneBefore": func() error { _, err := blobs.PruneBefore(db, "", 1); return err },
 		"Purge":       func() error { _, err := blobs.Purge(db, ""); return err },
-		"History":     func() error { return drainErr(t, blobs.History("", tipkv.Query{})) },
+		"History":     func() error { return testutil.ReadErr(t, blobs.History("", tipkv.Query{})) },
 		"HistoryPage": func() error { _, _, err := blobs.HistoryPage("", tipkv.Query{}); return err },
 	} {
 		require.ErrorIs(t, f(), tipkv.ErrInvalid, name)
 	}
-	require.Empty(t, drain(t, versioned.Collections(db)), "nothing was written")
+	require.Empty(t, testutil.Collect(t, versioned.Collections(db)), "nothing was written")
 
 	// A value that does not encode (issue 16): ErrInvalid, nothing written.
 	funcs, err := versioned.NewCollection[func()](db, "funcs", nil)
 	require.NoError(t, err)
 	_, err = funcs.Put(db, "f", func() {})
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
-	require.Empty(t, drain(t, versioned.Collections(db)))
+	require.Empty(t, testutil.Collect(t, versioned.Collections(db)))
 
 	// A bad write inside an Update fails the Update only if its function
 	// says so; the rest commits.
@@ -84,7 +85,7 @@ func testDocumentBadInput(t *testing.T, b backend) {
 		_, err = blobs.Put(bt, "ok", []byte("x"))
 		return err
 	}))
-	require.Equal(t, []string{"ok"}, idsOf(drain(t, blobs.LatestAll(tipkv.Query{}))))
+	require.Equal(t, []string{"ok"}, idsOf(testutil.Collect(t, blobs.LatestAll(tipkv.Query{}))))
 }
 
 // A value that encodes to the marker byte cannot be Put: it would read as
@@ -103,7 +104,7 @@ func testValuesStartingWithTheMarkerByte(t *testing.T, b backend) {
 			d, err := c.Latest(id)
 			require.NoError(t, err, "%x: a value, not a marker or a header", v)
 			require.Equal(t, string(v), string(d.Value))
-			h := drain(t, c.History(id, tipkv.Query{}))
+			h := testutil.Collect(t, c.History(id, tipkv.Query{}))
 			require.Len(t, h, 1)
 			require.False(t, h[0].Deleted)
 		}
@@ -123,7 +124,7 @@ func testFeedBadInput(t *testing.T, b backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	_, err = f.Append(db, strings.Repeat("s", versioned.MaxNameSize+1), click{})
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
-	require.ErrorIs(t, drainErr(t, f.Newest("", tipkv.Query{})), tipkv.ErrInvalid)
+	require.ErrorIs(t, testutil.ReadErr(t, f.Newest("", tipkv.Query{})), tipkv.ErrInvalid)
 	require.ErrorIs(t, f.Trim(db, "", 1), tipkv.ErrInvalid)
 	require.ErrorIs(t, f.TrimBefore(db, "", t0), tipkv.ErrInvalid)
 	_, err = versioned.NewFeed[click](nil, nil)
@@ -133,19 +134,19 @@ func testFeedBadInput(t *testing.T, b backend) {
 	require.NoError(t, err)
 	_, err = raw.Append(db, "big", make([]byte, versioned.MaxValueSize+1))
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
-	require.Empty(t, drain(t, versioned.Streams(db)), "nothing was written")
+	require.Empty(t, testutil.Collect(t, versioned.Streams(db)), "nothing was written")
 
 	// Stream names are bytes too.
 	p, err := raw.Append(db, "\x00\xff", []byte("x"))
 	require.NoError(t, err)
-	ev := drain(t, raw.Newest("\x00\xff", tipkv.Query{}))
+	ev := testutil.Collect(t, raw.Newest("\x00\xff", tipkv.Query{}))
 	require.Len(t, ev, 1)
 	require.Equal(t, p, ev[0].Position)
 	require.Equal(t, []byte("x"), ev[0].Value)
 
 	// An event that does not decode.
 	rawSet(t, db, feedKey("bad", 5), []byte{0xc1})
-	err = drainErr(t, f.Newest("bad", tipkv.Query{}))
+	err = testutil.ReadErr(t, f.Newest("bad", tipkv.Query{}))
 	require.ErrorIs(t, err, tipkv.ErrCorrupt)
 	require.ErrorContains(t, err, `stream "bad": position 5`)
 }
@@ -169,8 +170,8 @@ func testBatchOfAnotherDBIsRefused(t *testing.T, b backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	err = other.Update(func(bt *tipkv.Batch) error { return otherFeed.Trim(bt, "s", 0) })
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
-	require.Empty(t, drain(t, feed.Newest("s", tipkv.Query{})))
-	require.Empty(t, drain(t, users.History("a", tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, feed.Newest("s", tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, users.History("a", tipkv.Query{})))
 }
 
 func testCallsAfterClose(t *testing.T, b backend) {
@@ -189,13 +190,13 @@ func testCallsAfterClose(t *testing.T, b backend) {
 		"Get":         func() error { _, err := users.Get("a", 1); return err },
 		"Count":       func() error { _, err := users.Count("a"); return err },
 		"LatestMany":  func() error { _, err := users.LatestMany("a"); return err },
-		"History":     func() error { return drainErr(t, users.History("a", tipkv.Query{})) },
-		"LatestAll":   func() error { return drainErr(t, users.LatestAll(tipkv.Query{})) },
-		"Collections": func() error { return drainErr(t, versioned.Collections(db)) },
-		"Streams":     func() error { return drainErr(t, versioned.Streams(db)) },
+		"History":     func() error { return testutil.ReadErr(t, users.History("a", tipkv.Query{})) },
+		"LatestAll":   func() error { return testutil.ReadErr(t, users.LatestAll(tipkv.Query{})) },
+		"Collections": func() error { return testutil.ReadErr(t, versioned.Collections(db)) },
+		"Streams":     func() error { return testutil.ReadErr(t, versioned.Streams(db)) },
 		"Append":      func() error { _, err := f.Append(db, "s", click{}); return err },
 		"Trim":        func() error { return f.Trim(db, "s", 0) },
-		"Newest":      func() error { return drainErr(t, f.Newest("s", tipkv.Query{})) },
+		"Newest":      func() error { return testutil.ReadErr(t, f.Newest("s", tipkv.Query{})) },
 	} {
 		require.ErrorIs(t, call(), tipkv.ErrClosed, name)
 	}
@@ -300,7 +301,7 @@ func testWriteOnTheDBInsideUpdate(t *testing.T, b backend) {
 		}
 		return nil
 	}))
-	require.Equal(t, []int64{1}, versionsOf(drain(t, users.History("held", tipkv.Query{}))))
-	require.Equal(t, run(2, 1), versionsOf(drain(t, users.History("free", tipkv.Query{}))))
-	require.Empty(t, drain(t, users.History("other", tipkv.Query{})), "the refused nested Update wrote nothing")
+	require.Equal(t, []int64{1}, versionsOf(testutil.Collect(t, users.History("held", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(2, 1), versionsOf(testutil.Collect(t, users.History("free", tipkv.Query{}))))
+	require.Empty(t, testutil.Collect(t, users.History("other", tipkv.Query{})), "the refused nested Update wrote nothing")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -55,7 +56,6 @@ func queueCases() []testCase {
 		{"NamesErrors", testQueueNamesErrors},
 		{"UseAfterClose", testQueueUseAfterClose},
 		{"Model", testQueueModel},
-		{"SharedProducersConsumers", testQueueSharedProducersConsumers},
 		{"SharedPopNeverTwice", testQueueSharedPop},
 		{"SharedLeaseNotStolen", testQueueSharedLease},
 		{"SharedWaitWakes", testQueueSharedWait},
@@ -68,32 +68,14 @@ type qJob struct {
 	N        int `msgpack:"n"`
 }
 
-// qClock is an Options.Clock that moves only when the test moves it.
-type qClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
 // newQClock starts far from the wall clock, so that any reading of the
 // wall clock shows.
-func newQClock() *qClock {
-	return &qClock{now: time.Date(2040, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *qClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *qClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+func newQClock() *testutil.Clock {
+	return testutil.NewClock(time.Date(2040, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // qOpenClocked opens a DB on a new store and a clock of its own.
-func qOpenClocked(t *testing.T, b backend) (*tipkv.DB, *qClock) {
+func qOpenClocked(t *testing.T, b backend) (*tipkv.DB, *testutil.Clock) {
 	t.Helper()
 	clock := newQClock()
 	return b.Open(t, &tipkv.Options{Clock: clock.Now}), clock

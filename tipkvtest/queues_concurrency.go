@@ -26,6 +26,7 @@ func queueConcurrencyCases() []testCase {
 		{"ConcurrentReceiveAckOneHandle", testQueueConcurrentReceiveAck},
 		{"ManyConsumersOneHandle", testQueueManyConsumersOneHandle},
 		{"ManyConsumersManyHandles", testQueueManyConsumersManyHandles},
+		{"ProducersConsumers", testQueueProducersConsumers},
 	}
 }
 

@@ -2,9 +2,7 @@ package tipkvtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/queue"
 )
 
@@ -21,7 +20,7 @@ import (
 
 // qHandles returns n DB handles on one new store, all on clock, or skips
 // the test on an engine with no second handle.
-func qHandles(t *testing.T, b backend, n int, clock *qClock) []*tipkv.DB {
+func qHandles(t *testing.T, b backend, n int, clock *testutil.Clock) []*tipkv.DB {
 	t.Helper()
 	if b.Second == nil {
 		t.Skip("the backend has no second handle (an exclusive engine)")
@@ -32,189 +31,6 @@ func qHandles(t *testing.T, b backend, n int, clock *qClock) []*tipkv.DB {
 		dbs = append(dbs, b.Second(t, dbs[0], opts))
 	}
 	return dbs
-}
-
-// qDelivery is one delivery seen by a consumer.
-type qDelivery struct {
-	seq      int64
-	job      qJob
-	attempts int
-	at       time.Time // by the test's clock, when Receive returned: no earlier than the delivery
-	deadline time.Time // no later than its lease ends
-	released time.Time // when it was released, if it was
-	acked    bool      // its Ack succeeded
-}
-
-// Two producer and two consumer handles: producers enqueue in chunks,
-// alone or inside Updates; consumers receive, ack most messages, release
-// some and drop a few (whose leases then lapse as the clock moves). At the
-// end: every message acked exactly once; a redelivery only after a
-// delivery that was not acked, and never before that delivery's lease
-// ended (plus ClockSkew) unless it was released; attempts count
-// deliveries; each producer's messages in its order; sequence numbers
-// dense.
-func testQueueSharedProducersConsumers(t *testing.T, b backend) {
-	clock := newQClock()
-	dbs := qHandles(t, b, 4, clock)
-	lapse := qLapse(t, dbs[0])
-	const producers, consumers = 2, 2
-	perProducer := b.N(1000)
-	total := producers * perProducer
-	seed := rand.Uint64()
-	t.Logf("seed %d, %d messages", seed, total)
-	qopts := &queue.Options[qJob]{MaxAttempts: -1}
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var acked atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, producers+consumers)
-
-	for p := range producers {
-		db := dbs[p]
-		q := qOpen(t, db, "shared", qopts)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(p)))
-			for i := 0; i < perProducer; {
-				n := min(1+rng.IntN(8), perProducer-i)
-				chunk := make([]qJob, n)
-				for k := range chunk {
-					chunk[k] = qJob{Producer: p, N: i + k}
-				}
-				var err error
-				if rng.IntN(2) == 0 {
-					err = q.Enqueue(db, chunk...)
-				} else {
-					err = db.Update(func(b *tipkv.Batch) error { return q.Enqueue(b, chunk...) })
-				}
-				if err != nil {
-					errs <- fmt.Errorf("producer %d: %w", p, err)
-					return
-				}
-				i += n
-			}
-		}()
-	}
-
-	const lease = time.Minute
-	logs := make([][]qDelivery, consumers)
-	for c := range consumers {
-		db := dbs[producers+c]
-		q := qOpen(t, db, "shared", qopts)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(seed, uint64(100+c)))
-			var log []qDelivery
-			defer func() { logs[c] = log }()
-			for acked.Load() < int64(total) {
-				before := clock.Now() // the lease ends no sooner than lease after this
-				ms, err := q.Receive(1+rng.IntN(8), lease)
-				if err != nil {
-					errs <- fmt.Errorf("consumer %d: receive: %w", c, err)
-					return
-				}
-				// Time goes on: dropped leases lapse (and others, whose
-				// late acks fail), a twentieth of a lease per round.
-				clock.Advance(lease / 20)
-				if len(ms) == 0 {
-					// Nothing visible; a wait returns as soon as something
-					// is, but a producer may be done already.
-					waitCtx, stop := context.WithTimeout(ctx, time.Millisecond)
-					err := q.Wait(waitCtx)
-					stop()
-					if err != nil && !errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-						errs <- fmt.Errorf("consumer %d: wait: %w", c, err)
-						return
-					}
-					continue
-				}
-				now := clock.Now() // the delivery was no later than this
-				for _, m := range ms {
-					d := qDelivery{seq: m.Seq, job: m.Value, attempts: m.Attempts, at: now, deadline: before.Add(lease)}
-					switch r := rng.IntN(100); {
-					case r < 2: // drop: the lease lapses and the message comes back
-					case r < 8:
-						d.released = clock.Now()
-						if err := q.Release(m.ID, 0); err != nil {
-							if !errors.Is(err, queue.ErrLeaseLost) {
-								errs <- fmt.Errorf("consumer %d: release: %w", c, err)
-								return
-							}
-							d.released = time.Time{}
-						}
-					default:
-						err := q.Ack(db, m.ID)
-						if err != nil && !errors.Is(err, queue.ErrLeaseLost) {
-							errs <- fmt.Errorf("consumer %d: ack: %w", c, err)
-							return
-						}
-						if err == nil {
-							d.acked = true
-							if acked.Add(1) == int64(total) {
-								cancel()
-							}
-						}
-					}
-					log = append(log, d)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-
-	byJob := map[qJob][]qDelivery{}
-	for _, log := range logs {
-		for _, d := range log {
-			byJob[d.job] = append(byJob[d.job], d)
-		}
-	}
-	require.Len(t, byJob, total, "every message delivered")
-	firstSeq := make([][]int64, producers)
-	for p := range firstSeq {
-		firstSeq[p] = make([]int64, perProducer)
-	}
-	var seqs []int64
-	redelivered := 0
-	for j, ds := range byJob {
-		slices.SortFunc(ds, func(a, b qDelivery) int { return a.attempts - b.attempts })
-		nacked := 0
-		for k, d := range ds {
-			require.Equal(t, k+1, d.attempts, "%v: deliveries are counted", j)
-			require.Equal(t, ds[0].seq, d.seq)
-			if d.acked {
-				nacked++
-				require.Equal(t, len(ds)-1, k, "%v: delivered again after a successful ack", j)
-			}
-			if k > 0 {
-				prev := ds[k-1]
-				if prev.released.IsZero() {
-					require.False(t, d.at.Before(prev.deadline.Add(lapse)), "%v: delivery %d at %v, within the lease of delivery %d (until %v)", j, k+1, d.at, k, prev.deadline)
-				}
-			}
-		}
-		require.Equal(t, 1, nacked, "%v: acked exactly once", j)
-		redelivered += len(ds) - 1
-		firstSeq[j.Producer][j.N] = ds[0].seq
-		seqs = append(seqs, ds[0].seq)
-	}
-	for p, ss := range firstSeq {
-		require.True(t, slices.IsSorted(ss), "producer %d: queue order follows enqueue order", p)
-	}
-	slices.Sort(seqs)
-	for i, s := range seqs {
-		require.Equal(t, seqs[0]+int64(i), s, "sequence numbers are dense")
-	}
-	q := qOpen(t, dbs[0], "shared", qopts)
-	st := q.Stats()
-	require.Equal(t, queue.Stats{Head: seqs[len(seqs)-1] + 1, Tail: seqs[len(seqs)-1] + 1}, st)
-	t.Logf("%d redeliveries, final %+v", redelivered, st)
-	Healthy(t, dbs[0])
 }
 
 // Three handles pop one queue while a fourth enqueues: no message is

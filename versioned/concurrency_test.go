@@ -1,14 +1,13 @@
 package versioned_test
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -116,7 +115,7 @@ func TestHeldEntriesAreNeverEvicted(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, int64(2), <-other)
-	require.Equal(t, seq(2, 1), versionsOf(collect(t, users.History("held", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(2, 1), versionsOf(testutil.Collect(t, users.History("held", tipkv.Query{}))))
 }
 
 // With a latest-version cache far smaller than the documents written, Puts
@@ -143,74 +142,7 @@ func TestSmallVersionCache(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range docs {
-		hist := collect(t, users.History(fmt.Sprint("d", i), tipkv.Query{}))
-		require.Equal(t, seq(2*rounds, 1), versionsOf(hist))
+		hist := testutil.Collect(t, users.History(fmt.Sprint("d", i), tipkv.Query{}))
+		require.Equal(t, testutil.Range(2*rounds, 1), versionsOf(hist))
 	}
-}
-
-// Trims racing with Appends, AppendAt into the past and each other, some
-// in Updates that fail, with range deletes from 8 events on: whatever the
-// interleaving, a trim once everything is quiet drops every event it
-// should. A trim remembers how low the stream's events go so as not to
-// step over old tombstones; an Append in flight must keep that bound low
-// enough. (tipkvtest runs the same race on every engine with
-// the default threshold.)
-func TestTrimsRacingAppendsWithRangeDeletes(t *testing.T) {
-	defer versioned.SetDropRangeMin(8)()
-	db, f, clock := openFeed(t)
-	boom := errors.New("boom")
-	var wg sync.WaitGroup
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 300 {
-				var err error
-				switch (g + i) % 6 {
-				case 0:
-					clock.Set(clock.Now().Add(time.Millisecond))
-					_, err = f.Append(db, "s", click{})
-				case 1:
-					_, err = f.AppendAt(db, "s", t0.Add(-time.Duration(i*g)*time.Microsecond), click{})
-				case 2:
-					err = f.Trim(db, "s", 20)
-				case 3:
-					err = f.TrimBefore(db, "s", t0.Add(-time.Duration(150*g)*time.Microsecond))
-				case 4:
-					err = db.Update(func(b *tipkv.Batch) error {
-						if _, err := f.AppendAt(b, "s", t0.Add(-time.Duration(500+i)*time.Microsecond), click{}); err != nil {
-							return err
-						}
-						if err := f.Trim(b, "s", 10); err != nil {
-							return err
-						}
-						if i%3 == 0 {
-							return boom
-						}
-						return nil
-					})
-					if errors.Is(err, boom) {
-						err = nil
-					}
-				case 5:
-					_, err = f.Append(db, "s", click{})
-				}
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	// Once quiet, a trim drops all it should.
-	cut := t0.Add(-200 * time.Microsecond)
-	require.NoError(t, f.TrimBefore(db, "s", cut))
-	for _, e := range collect(t, f.Newest("s", tipkv.Query{})) {
-		require.False(t, e.Time().Before(cut), "event at %v survived TrimBefore(%v)", e.Time(), cut)
-	}
-	require.NoError(t, f.Trim(db, "s", 5))
-	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 5)
-	require.NoError(t, f.Trim(db, "s", 0))
-	require.Empty(t, collect(t, f.Newest("s", tipkv.Query{})))
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -139,14 +140,14 @@ func TestPruneLongSpansWithOneRangeDelete(t *testing.T) {
 	require.Equal(t, int64(4), n)
 	require.Equal(t, [][2]int64{{1, 1}, {2, 2}, {3, 3}, {4, 9}, {10, 13}}, dels.spans)
 	require.Equal(t, []bool{false, false, false, true, true}, dels.ranges)
-	require.Equal(t, seq(20, 14), versionsOf(collect(t, users.History("a", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(20, 14), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 
 	n, err = users.Purge(db, "a")
 	require.NoError(t, err)
 	require.Equal(t, int64(7), n)
 	require.Equal(t, [2]int64{14, 20}, dels.spans[len(dels.spans)-1])
 	dels.requireDisjoint(t)
-	require.Empty(t, collect(t, users.History("a", tipkv.Query{})))
+	require.Empty(t, testutil.Collect(t, users.History("a", tipkv.Query{})))
 }
 
 // The loop of issue 16, test-sized: Put, Prune(keep 3) and Latest of one
@@ -186,7 +187,7 @@ func TestPruneLoopStaysFlat(t *testing.T) {
 	require.Len(t, dels.spans, iters-3, "one point delete a pruned version")
 	require.Equal(t, int64(window), first, "one seek an iteration: AsOf's")
 	require.Equal(t, first, last)
-	require.Equal(t, seq(iters, iters-2), versionsOf(collect(t, users.History("doc", tipkv.Query{}))))
+	require.Equal(t, testutil.Range(iters, iters-2), versionsOf(testutil.Collect(t, users.History("doc", tipkv.Query{}))))
 }
 
 func TestTrimDeletes(t *testing.T) {
@@ -252,7 +253,7 @@ func TestTrimLongRunsWithOneRangeDelete(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.TrimBefore(db, "s", sec(15))) // 1.001 and 10..14
 	require.Equal(t, []bool{false, false, false, true, true, false}, dels.ranges)
-	require.Len(t, collect(t, f.Newest("s", tipkv.Query{})), 5)
+	require.Len(t, testutil.Collect(t, f.Newest("s", tipkv.Query{})), 5)
 	dels.requireDisjoint(t)
 }
 
@@ -269,7 +270,7 @@ func TestSharedDropsAreRanges(t *testing.T) {
 	require.Equal(t, [][2]int64{{1, 7}}, dels.spans)
 	require.Equal(t, []bool{true}, dels.ranges)
 
-	clock := &fakeClock{now: t0}
+	clock := testutil.NewClock(t0)
 	f, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Clock: clock.Now})
 	require.NoError(t, err)
 	for range 5 {

@@ -9,11 +9,12 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
-// defaultDropRangeMin is the fewest versions or events dropped at once
-// with one DeleteRange (knobs.dropRangeMin); fewer get point Deletes.
+// Why knobs.Versioned.DropRangeMin, the fewest versions or events dropped
+// at once with one DeleteRange (fewer get point Deletes), is 32 by default.
 // Pebble fragments every range tombstone of a memtable again for each new
 // iterator after a DeleteRange, so a memtable full of short range
 // tombstones makes every read pay for all of them: a loop of Put, Prune(keep 3) and Latest went from 470 us an
@@ -36,7 +37,6 @@ import (
 //
 // Below 32, point deletes win for Latest by up to 23x and lose by at most
 // 1.4x elsewhere; from 50 ranges win everywhere.
-const defaultDropRangeMin = 32
 
 // latestOf fills d's latest version (and whether it is a delete marker)
 // from the store when the Tx does not know it yet.
@@ -119,7 +119,7 @@ func (d *docState) gone(clock func() time.Time) bool {
 
 // dropVersions deletes the versions [oldest, cut] of the document under
 // prefix and returns how many there were. Versions are dense, so their
-// keys are known without reading them: fewer than knobs.dropRangeMin get
+// keys are known without reading them: fewer than knobs.Versioned.DropRangeMin get
 // point deletes, that many or more one range delete. Either starts at the
 // oldest remaining version, so no two tombstones ever cover one key. On a
 // shared engine (see shared.go) the oldest version is guarded and the drop
@@ -144,7 +144,7 @@ func dropVersions(tx *link.Tx, s engine.Reader, d *docState, prefix []byte, cut 
 		return 0, fmt.Errorf("%w: internal error: dropping versions through %d past the latest %d", tipkv.ErrInvalid, cut, d.latest)
 	}
 	n := cut - oldest + 1
-	if n < int64(knobs.dropRangeMin) && !shared {
+	if n < int64(knobs.Versioned.DropRangeMin) && !shared {
 		key := numberKey(prefix, 0)
 		for v := oldest; v <= cut; v++ {
 			codec.AppendDesc(key[:len(prefix)], v)

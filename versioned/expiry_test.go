@@ -28,7 +28,7 @@ func TestPurgeExpiredKeepsDocumentPurgedAndWrittenAgain(t *testing.T) {
 			name = "shared"
 		}
 		t.Run(name, func(t *testing.T) {
-			clock := &fakeClock{now: t0}
+			clock := testutil.NewClock(t0)
 			opts := &tipkv.Options{Clock: clock.Now}
 			var db, db2 *tipkv.DB
 			if shared {
@@ -91,7 +91,7 @@ func (it *closeHook) Close() error {
 // version at the start of a history, so the History of a document whose
 // newest version had expired never returned.
 func TestHistorySkipsExpiredNewestVersions(t *testing.T) {
-	clock := &fakeClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db, _ := testutil.OpenDir(t, &tipkv.Options{Clock: clock.Now})
 	c, err := versioned.NewCollection[string](db, "sessions", &versioned.Options[string]{TTL: time.Hour, PurgeInterval: -1})
 	require.NoError(t, err)

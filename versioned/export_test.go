@@ -4,6 +4,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // Test hooks: the black-box tests in versioned_test reach the parsers and
@@ -38,57 +39,49 @@ func DecodeKey(b []byte) (DecodedKey, error) {
 	return DecodedKey{k.family, k.name, k.id, k.n}, err
 }
 
-// setKnob sets *k, one of knobs' fields, to v until the returned function
-// is called.
-func setKnob[T any](k *T, v T) (restore func()) {
-	old := *k
-	*k = v
-	return func() { *k = old }
-}
-
 // WrapIters makes every iterator the package opens go through wrap, until
 // the returned function is called. Not safe with parallel tests.
 func WrapIters(wrap func(engine.Iter) engine.Iter) (restore func()) {
-	return setKnob(&knobs.wrapIter, wrap)
+	return knobs.Set(&knobs.Versioned.WrapIter, wrap)
 }
 
 // TraceDeletes calls f with every delete the package writes: [lo, hi) for
 // a range delete, hi nil for a point delete of lo; until the returned
 // function is called. Not safe with parallel tests.
 func TraceDeletes(f func(lo, hi []byte)) (restore func()) {
-	return setKnob(&knobs.traceDelete, f)
+	return knobs.Set(&knobs.Versioned.TraceDelete, f)
 }
 
 // SetDropRangeMin sets the fewest versions or events dropped with one
 // range delete, until the returned function is called.
-func SetDropRangeMin(n int) (restore func()) { return setKnob(&knobs.dropRangeMin, n) }
+func SetDropRangeMin(n int) (restore func()) { return knobs.Set(&knobs.Versioned.DropRangeMin, n) }
 
 // SetCacheEntries bounds the latest-version cache of the DBs whose first
 // handle is made afterwards, until the returned function is called.
-func SetCacheEntries(n int) (restore func()) { return setKnob(&knobs.cacheEntries, n) }
+func SetCacheEntries(n int) (restore func()) { return knobs.Set(&knobs.Versioned.CacheEntries, n) }
 
 // OnWait calls f whenever a write starts waiting for a document or stream
 // another Update holds, until the returned function is called. Not safe
 // with parallel tests.
-func OnWait(f func()) (restore func()) { return setKnob(&knobs.onWait, f) }
+func OnWait(f func()) (restore func()) { return knobs.Set(&knobs.Versioned.OnWait, f) }
 
 // OnWatchSleep calls f whenever a Watch goes to sleep, until the returned
 // function is called. Not safe with parallel tests.
-func OnWatchSleep(f func()) (restore func()) { return setKnob(&knobs.onWatchSleep, f) }
+func OnWatchSleep(f func()) (restore func()) { return knobs.Set(&knobs.Versioned.OnWatchSleep, f) }
 
 // OnFilterWalk makes f run when a miss filter build is about to walk the
 // collection, until the returned function is called. Not safe with
 // parallel tests.
-func OnFilterWalk(f func()) (restore func()) { return setKnob(&knobs.onFilterWalk, f) }
+func OnFilterWalk(f func()) (restore func()) { return knobs.Set(&knobs.Versioned.OnFilterWalk, f) }
 
 // OnFilterGrown makes f run after every background grow of a miss filter,
 // until the returned function is called.
-func OnFilterGrown(f func()) (restore func()) { return setKnob(&knobs.onFilterGrown, f) }
+func OnFilterGrown(f func()) (restore func()) { return knobs.Set(&knobs.Versioned.OnFilterGrown, f) }
 
 // OnLearn makes f run whenever a read of a latest version is about to
 // record it in the version cache, until the returned function is called.
 // Not safe with parallel tests.
-func OnLearn(f func()) (restore func()) { return setKnob(&knobs.onLearn, f) }
+func OnLearn(f func()) (restore func()) { return knobs.Set(&knobs.Versioned.OnLearn, f) }
 
 // FilterCap returns the capacity of the collection's miss filter, 0 if it
 // has none.

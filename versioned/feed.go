@@ -10,6 +10,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -376,7 +377,7 @@ func (tr *trimmer) cutAfter(keep int) (cut int64, err error) {
 
 // drop deletes the events at or below cut that the Tx has not dropped
 // yet. The stored ones above every earlier trim, in [floor, cut], go with
-// point deletes when there are fewer than knobs.dropRangeMin, with one range
+// point deletes when there are fewer than knobs.Versioned.DropRangeMin, with one range
 // delete otherwise: it starts above the earlier trims, so it never
 // overlaps their deletes. The stored ones below (appended into the past
 // after a trim) and the Tx's own Appends go with point deletes, unless the
@@ -392,11 +393,11 @@ func (tr *trimmer) drop(cut int64) (err error) {
 	floor := max(bottom, tr.d.trimmed+1, tr.d.cut+1)
 	covered := int64(math.MaxInt64) // own Appends at or above it go with a range
 	if floor <= cut {
-		found, err := tr.stored(span{top: cut, bottom: floor}, knobs.dropRangeMin)
+		found, err := tr.stored(span{top: cut, bottom: floor}, knobs.Versioned.DropRangeMin)
 		if err != nil {
 			return err
 		}
-		if len(found) < knobs.dropRangeMin {
+		if len(found) < knobs.Versioned.DropRangeMin {
 			err = tr.deletePoints(found)
 		} else {
 			err, covered = deleteRange(tr.tx, numberKey(tr.prefix, cut), numberKey(tr.prefix, floor-1)), floor

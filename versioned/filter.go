@@ -10,6 +10,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // The miss filter (Options.MissFilter) is a blocked Bloom filter of the
@@ -167,8 +168,8 @@ func (c *Collection[T]) filterAdd(prefix []byte) {
 		go func() {
 			_ = c.buildFilter(true) // on failure the current filter stays: only less sharp
 			s.grow.Store(false)
-			if knobs.onFilterGrown != nil {
-				knobs.onFilterGrown()
+			if knobs.Versioned.OnFilterGrown != nil {
+				knobs.Versioned.OnFilterGrown()
 			}
 		}()
 	}
@@ -223,8 +224,8 @@ func (c *Collection[T]) buildFilter(grow bool) error {
 		}
 	}
 	w.mu.Unlock()
-	if knobs.onFilterWalk != nil {
-		knobs.onFilterWalk()
+	if knobs.Versioned.OnFilterWalk != nil {
+		knobs.Versioned.OnFilterWalk()
 	}
 	hs, err := c.walkDocs(hs)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -94,7 +95,7 @@ func TestCursorsRoundTrip(t *testing.T) {
 	_, err = versioned.ParseHistoryCursor(d.Cursor(), "users", "a")
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 
-	all := collect(t, users.LatestAll(tipkv.Query{}))
+	all := testutil.Collect(t, users.LatestAll(tipkv.Query{}))
 	got, err := versioned.ParseLatestAllCursor(all[0].Cursor(), "users")
 	require.NoError(t, err)
 	require.Equal(t, id, got)

@@ -1,8 +1,6 @@
 package versioned_test
 
 import (
-	"iter"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,76 +43,21 @@ type click struct {
 	Page string `msgpack:"page"`
 }
 
-// fakeClock is a settable clock for Append.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func openFeed(t testing.TB) (*tipkv.DB, *versioned.Feed[click], *fakeClock) {
+func openFeed(t testing.TB) (*tipkv.DB, *versioned.Feed[click], *testutil.Clock) {
 	t.Helper()
 	db := testutil.OpenMem(t)
-	clock := &fakeClock{now: t0}
+	clock := testutil.NewClock(t0)
 	f, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Clock: clock.Now})
 	require.NoError(t, err)
 	return db, f, clock
-}
-
-// collect drains a read, failing the test on an error.
-func collect[V any](t testing.TB, seq iter.Seq2[V, error]) []V {
-	t.Helper()
-	var out []V
-	for v, err := range seq {
-		require.NoError(t, err)
-		out = append(out, v)
-	}
-	return out
-}
-
-// readErr drains a read and returns its error, checking it came last.
-func readErr[V any](seq iter.Seq2[V, error]) error {
-	var err error
-	for _, e := range seq {
-		if err != nil {
-			panic("an error was not the last pair")
-		}
-		err = e
-	}
-	return err
 }
 
 func versionsOf(docs []versioned.Doc[user]) []int64 {
 	var out []int64
 	for _, d := range docs {
 		out = append(out, d.Version)
-	}
-	return out
-}
-
-func seq(from, to int64) []int64 {
-	var out []int64
-	if from <= to {
-		for v := from; v <= to; v++ {
-			out = append(out, v)
-		}
-	} else {
-		for v := from; v >= to; v-- {
-			out = append(out, v)
-		}
 	}
 	return out
 }

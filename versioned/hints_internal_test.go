@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -134,7 +135,7 @@ func TestHintSlotTakenByAnotherKey(t *testing.T) {
 // document published before the table grew is put back in its slot, if
 // free, by the first Latest that finds it under the mutex.
 func TestHintsTableGrowsWithTheCache(t *testing.T) {
-	defer setKnob(&knobs.cacheEntries, 20_000)()
+	defer knobs.Set(&knobs.Versioned.CacheEntries, 20_000)()
 	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, NoSync: true})
 	require.NoError(t, err)
 	defer db.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -58,7 +59,7 @@ func TestCollectionMetrics(t *testing.T) {
 // DB.Metrics counts the feed events this process appended (an Update that
 // fails counts nothing) and the retention passes, with what they dropped.
 func TestFeedAndRetentionMetrics(t *testing.T) {
-	clock := &fakeClock{now: t0}
+	clock := testutil.NewClock(t0)
 	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: clock.Now})
 	require.NoError(t, err)
 	defer db.Close()

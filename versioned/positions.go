@@ -11,12 +11,13 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
 // positions hands out the positions of a DB's feed streams. There is one
 // per DB, shared by every Feed handle. It keeps the state of recently used
-// streams, at most about knobs.streamEntries of them: as the writer's cache
+// streams, at most about knobs.Versioned.StreamEntries of them: as the writer's cache
 // does, two generations, the older dropped when the newer fills, except
 // the streams that are busy (an Append in flight, a trim, a follower, or
 // a caller between pin and unpin: forgetting those could hand a position
@@ -35,7 +36,7 @@ func positionsOf(db *tipkv.DB) (*positions, error) {
 		return nil, err
 	}
 	return ln.Services.Get(positionsKey{}, func() any {
-		half := max(knobs.streamEntries/2, 1)
+		half := max(knobs.Versioned.StreamEntries/2, 1)
 		return &positions{cur: make(map[string]*stream, half), old: map[string]*stream{}, half: half}
 	}).(*positions), nil
 }

@@ -6,14 +6,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/testutil"
 )
 
-// Idle streams leave memory once more than knobs.streamEntries are used, and
+// Idle streams leave memory once more than knobs.Versioned.StreamEntries are used, and
 // come back with the right last position: positions stay unique and
 // increasing per stream across evictions.
 func TestIdleStreamsAreEvicted(t *testing.T) {
-	defer setKnob(&knobs.streamEntries, 64)()
+	defer knobs.Set(&knobs.Versioned.StreamEntries, 64)()
 	db := testutil.OpenMem(t)
 	f, err := NewFeed[string](db, nil)
 	require.NoError(t, err)
@@ -26,7 +27,7 @@ func TestIdleStreamsAreEvicted(t *testing.T) {
 			require.Greater(t, p, last[s], "stream %s", s)
 			last[s] = p
 		}
-		require.LessOrEqual(t, f.pos.len(), knobs.streamEntries)
+		require.LessOrEqual(t, f.pos.len(), knobs.Versioned.StreamEntries)
 	}
 	// A stream with a follower stays while the others come and go.
 	st := f.pos.pin(namePrefix(0x04, "s0"))

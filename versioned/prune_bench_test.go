@@ -92,7 +92,7 @@ func pruneLoop(tb testing.TB, c *versioned.Collection[[]byte], db *tipkv.DB, ite
 // tombstones sit below it, never on its path); read=history reads the whole
 // history and read=count counts it, which step over every point tombstone
 // not yet compacted away, so they are the case against point deletes. It
-// is why defaultDropRangeMin is what it is.
+// is why knobs.Versioned.DropRangeMin is what it is.
 //
 //	go test -run '^$' -bench 'BenchmarkPruneRuns' -benchtime 1x -count 3 ./versioned/
 func BenchmarkPruneRuns(b *testing.B) {

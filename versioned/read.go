@@ -13,6 +13,7 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // Doc is one version of a document, as a read returns it. Value is decoded
@@ -251,8 +252,8 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 		return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), got, err)
 	}
 	if learn {
-		if knobs.onLearn != nil {
-			knobs.onLearn()
+		if knobs.Versioned.OnLearn != nil {
+			knobs.Versioned.OnLearn()
 		}
 		c.w.learn(lo, epoch, got, raw)
 	}

@@ -7,19 +7,20 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
 func deleteRange(tx *link.Tx, lo, hi []byte) error {
-	if knobs.traceDelete != nil {
-		knobs.traceDelete(lo, hi)
+	if knobs.Versioned.TraceDelete != nil {
+		knobs.Versioned.TraceDelete(lo, hi)
 	}
 	return tx.Batch.DeleteRange(lo, hi)
 }
 
 func deletePoint(tx *link.Tx, key []byte) error {
-	if knobs.traceDelete != nil {
-		knobs.traceDelete(key, nil)
+	if knobs.Versioned.TraceDelete != nil {
+		knobs.Versioned.TraceDelete(key, nil)
 	}
 	return tx.Batch.Delete(key)
 }
@@ -35,8 +36,8 @@ func newIter(r engine.Reader, lo, hi []byte, n int) (engine.Iter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if knobs.wrapIter != nil {
-		it = knobs.wrapIter(it)
+	if knobs.Versioned.WrapIter != nil {
+		it = knobs.Versioned.WrapIter(it)
 	}
 	return it, nil
 }

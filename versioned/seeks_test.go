@@ -30,7 +30,7 @@ func TestLatestAllSeeksOncePerDocument(t *testing.T) {
 			require.NoError(t, db.Flush())
 			var c seekCounter
 			defer versioned.WrapIters(c.wrap)()
-			docs := collect(t, users.LatestAll(tipkv.Query{}))
+			docs := testutil.Collect(t, users.LatestAll(tipkv.Query{}))
 			require.Len(t, docs, 40)
 			require.Equal(t, int64(41), c.seeks.Load(), "First, then one NextPrefix per document")
 			require.Zero(t, c.nexts.Load())
@@ -58,7 +58,7 @@ func TestPointReadsSeekOnce(t *testing.T) {
 	require.Equal(t, int64(2), c.seeks.Load())
 	require.Zero(t, c.nexts.Load())
 
-	require.Len(t, collect(t, users.History("a", tipkv.Query{Limit: 5})), 5)
+	require.Len(t, testutil.Collect(t, users.History("a", tipkv.Query{Limit: 5})), 5)
 	require.Equal(t, int64(3), c.seeks.Load())
 	require.Equal(t, int64(4), c.nexts.Load(), "a page of 5 is one seek and 4 steps")
 
@@ -90,7 +90,7 @@ func TestNamesSeekOncePerName(t *testing.T) {
 	require.NoError(t, db.Flush())
 	var c seekCounter
 	defer versioned.WrapIters(c.wrap)()
-	require.Equal(t, []string{"a", "b", "c"}, collect(t, versioned.Collections(db)))
+	require.Equal(t, []string{"a", "b", "c"}, testutil.Collect(t, versioned.Collections(db)))
 	require.Equal(t, int64(4), c.seeks.Load(), "First, then one seek per name")
 	require.Zero(t, c.nexts.Load())
 }
@@ -159,7 +159,7 @@ func TestReadsGiveSizeHints(t *testing.T) {
 	defer db.Close()
 	users := newUsers(t, db)
 	putN(t, users, db, "a", 10)
-	clock := &fakeClock{now: t0}
+	clock := testutil.NewClock(t0)
 	f, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Clock: clock.Now})
 	require.NoError(t, err)
 	for range 5 {
@@ -178,14 +178,14 @@ func TestReadsGiveSizeHints(t *testing.T) {
 		"AsOf":            {func() error { _, err := users.AsOf("a", 3); return err }, []int{1}},
 		"Count":           {func() error { _, err := users.Count("a"); return err }, []int{1}},
 		"LatestMany":      {func() error { _, err := users.LatestMany("a", "b"); return err }, []int{1}},
-		"History limit 4": {func() error { return readErr(users.History("a", tipkv.Query{Limit: 4})) }, []int{5}},
-		"History":         {func() error { return readErr(users.History("a", tipkv.Query{})) }, nil}, // no hint: a plain NewIter
+		"History limit 4": {func() error { return testutil.ReadErr(t, users.History("a", tipkv.Query{Limit: 4})) }, []int{5}},
+		"History":         {func() error { return testutil.ReadErr(t, users.History("a", tipkv.Query{})) }, nil}, // no hint: a plain NewIter
 		"HistoryPage 3":   {func() error { _, _, err := users.HistoryPage("a", tipkv.Query{Limit: 3}); return err }, []int{5}},
-		"LatestAll":       {func() error { return readErr(users.LatestAll(tipkv.Query{Limit: 7})) }, []int{1}},
-		"Collections":     {func() error { return readErr(versioned.Collections(db)) }, []int{1}},
-		"Newest limit 2":  {func() error { return readErr(f.Newest("s", tipkv.Query{Limit: 2})) }, []int{3}},
+		"LatestAll":       {func() error { return testutil.ReadErr(t, users.LatestAll(tipkv.Query{Limit: 7})) }, []int{1}},
+		"Collections":     {func() error { return testutil.ReadErr(t, versioned.Collections(db)) }, []int{1}},
+		"Newest limit 2":  {func() error { return testutil.ReadErr(t, f.Newest("s", tipkv.Query{Limit: 2})) }, []int{3}},
 		// The stream's oldest position (once per DB), its keep+1 newest,
-		// then up to knobs.dropRangeMin events to drop.
+		// then up to knobs.Versioned.DropRangeMin events to drop.
 		"Trim keep 2":      {func() error { return f.Trim(db, "s", 2) }, []int{1, 4, 33}},
 		"Put of a new doc": {func() error { _, err := users.Put(db, "new", user{}); return err }, []int{1}},
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // ChangeKind says what a Change reports.
@@ -179,8 +180,8 @@ func (c *Collection[T]) watch(ctx context.Context, id string, after int64, yield
 		if more {
 			continue
 		}
-		if knobs.onWatchSleep != nil {
-			knobs.onWatchSleep()
+		if knobs.Versioned.OnWatchSleep != nil {
+			knobs.Versioned.OnWatchSleep()
 		}
 		select {
 		case <-local:
@@ -384,8 +385,8 @@ func (w *writer) watch(ctx context.Context, prefix []byte) (*docEntry, error) {
 		}
 		ch := w.drained
 		w.mu.Unlock()
-		if knobs.onWatchSleep != nil {
-			knobs.onWatchSleep()
+		if knobs.Versioned.OnWatchSleep != nil {
+			knobs.Versioned.OnWatchSleep()
 		}
 		select {
 		case <-ch:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -82,7 +83,7 @@ func writerOf(db *tipkv.DB) (*writer, error) {
 	}
 	reg := &ln.Services
 	w := reg.Get(writerKey{}, func() any {
-		return &writer{ln: ln, cache: newVersionCache(knobs.cacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
+		return &writer{ln: ln, cache: newVersionCache(knobs.Versioned.CacheEntries), closing: make(chan struct{}), shared: ln.Caps.Shared, reg: reg}
 	}).(*writer)
 	// Not in Get's init: the registry is locked there.
 	w.onClose.Do(func() {
@@ -348,8 +349,8 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 		e.waiters++
 		t.waitingFor = e
 		w.mu.Unlock()
-		if knobs.onWait != nil {
-			knobs.onWait()
+		if knobs.Versioned.OnWait != nil {
+			knobs.Versioned.OnWait()
 		}
 		select {
 		case <-wake:

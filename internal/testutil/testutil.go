@@ -1,4 +1,6 @@
-// Package testutil opens stores for tests and registers their cleanup.
+// Package testutil opens stores for tests and registers their cleanup, and
+// holds the small helpers the test packages share (a settable clock, reads
+// drained into slices, runs of numbers).
 package testutil
 
 import (
