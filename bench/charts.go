@@ -24,6 +24,10 @@ var systemColors = map[string]color.Color{
 	sysPebble: color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
 	sysGoque:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
 	sysNaive:  color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+
+	sysDque:     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	sysBigqueue: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	sysNATS:     color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
 }
 
 func colorOf(system string) color.Color {
@@ -229,7 +233,7 @@ func ratioChart(t *table, title, out, name string) error {
 			if !ok {
 				continue
 			}
-			yy := y + 0.3*(float64(j)-float64(len(peers)-1)/2)
+			yy := y + min(0.3, 0.8/float64(len(peers)))*(float64(j)-float64(len(peers)-1)/2) // peers side by side within the row
 			if !math.IsNaN(e.lo) {
 				l, err := plotter.NewLine(plotter.XYs{{X: clamp(e.lo), Y: yy}, {X: clamp(e.hi), Y: yy}})
 				if err != nil {
