@@ -223,7 +223,8 @@ func ratioChart(t *table, title, out, name string) error {
 	p.X.Tick.Marker = ratioTicks{}
 	p.X.Label.Text = "tipkv / peer (log scale)"
 	p.Add(plotter.NewGrid())
-	labels := make([]string, len(rows)+1) // and an empty one on top, for the legend
+	top := max(1, (len(peers)+1)/2) // empty rows on top, for the legend: one per two peers
+	labels := make([]string, len(rows)+top)
 	clamp := func(v float64) float64 { return min(max(v, 1/lim), lim) }
 	for i, r := range rows {
 		y := float64(len(rows) - 1 - i) // the first row on top
@@ -274,7 +275,7 @@ func ratioChart(t *table, title, out, name string) error {
 			}
 		}
 	}
-	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)) + 0.5}})
+	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)+top-1) + 0.5}})
 	if err != nil {
 		return err
 	}
@@ -284,7 +285,7 @@ func ratioChart(t *table, title, out, name string) error {
 	p.Y.Tick.Label.Font.Size = vg.Points(9)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(10)
-	return p.Save(10*vg.Inch, vg.Length(len(rows)+1)*0.32*vg.Inch+1.2*vg.Inch, filepath.Join(out, name))
+	return p.Save(10*vg.Inch, vg.Length(len(rows)+top)*0.32*vg.Inch+1.2*vg.Inch, filepath.Join(out, name))
 }
 
 // ratioTicks mark the powers of two: 1/8, 1/4, 1/2, 1, 2, 4, 8.
