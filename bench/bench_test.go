@@ -15,7 +15,7 @@ import (
 // measurement, the tables and the charts.
 func TestQuick(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds three stores per section")
+		t.Skip("builds two to five stores per section")
 	}
 	cfg := quickConfig()
 	cfg.Chunk, cfg.MinRounds, cfg.MaxRounds = time.Millisecond, 2, 2
@@ -24,13 +24,15 @@ func TestQuick(t *testing.T) {
 	if err := run(cfg, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"## Document versions", "## Queues", "## Event feeds", "| latest, hot |", "| dequeue, 1 per call, 0 consumed at the head |", "tipkv / naive Pebble", "synced"} {
+	for _, want := range []string{"## Document versions", "## Queues", "## Latest value with history", "## Event feeds", "| latest, hot |",
+		"| dequeue, 1 per call, 0 consumed at the head |", "tipkv / naive Pebble", "tipkv / dque", "tipkv / bigqueue", "tipkv / NATS KV",
+		"| watch: put 1 version, wait until the watcher has it |", "synced"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png",
-		"ratios-versions.png", "ratios-queues.png", "ratios-feeds.png"} {
+		"ratios-versions.png", "ratios-queues.png", "ratios-feeds.png", "kv-read-cost.png", "ratios-kv.png"} {
 		fi, err := os.Stat(filepath.Join(cfg.Out, name))
 		if err != nil || fi.Size() == 0 {
 			t.Errorf("chart %s: %v", name, err)

@@ -24,6 +24,10 @@ var systemColors = map[string]color.Color{
 	sysPebble: color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
 	sysGoque:  color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}, // red
 	sysNaive:  color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}, // grey
+
+	sysDque:     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
+	sysBigqueue: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
+	sysNATS:     color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
 }
 
 func colorOf(system string) color.Color {
@@ -219,7 +223,8 @@ func ratioChart(t *table, title, out, name string) error {
 	p.X.Tick.Marker = ratioTicks{}
 	p.X.Label.Text = "tipkv / peer (log scale)"
 	p.Add(plotter.NewGrid())
-	labels := make([]string, len(rows)+1) // and an empty one on top, for the legend
+	top := max(1, (len(peers)+1)/2) // empty rows on top, for the legend: one per two peers
+	labels := make([]string, len(rows)+top)
 	clamp := func(v float64) float64 { return min(max(v, 1/lim), lim) }
 	for i, r := range rows {
 		y := float64(len(rows) - 1 - i) // the first row on top
@@ -229,7 +234,7 @@ func ratioChart(t *table, title, out, name string) error {
 			if !ok {
 				continue
 			}
-			yy := y + 0.3*(float64(j)-float64(len(peers)-1)/2)
+			yy := y + min(0.3, 0.8/float64(len(peers)))*(float64(j)-float64(len(peers)-1)/2) // peers side by side within the row
 			if !math.IsNaN(e.lo) {
 				l, err := plotter.NewLine(plotter.XYs{{X: clamp(e.lo), Y: yy}, {X: clamp(e.hi), Y: yy}})
 				if err != nil {
@@ -270,7 +275,7 @@ func ratioChart(t *table, title, out, name string) error {
 			}
 		}
 	}
-	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)) + 0.5}})
+	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)+top-1) + 0.5}})
 	if err != nil {
 		return err
 	}
@@ -280,7 +285,7 @@ func ratioChart(t *table, title, out, name string) error {
 	p.Y.Tick.Label.Font.Size = vg.Points(9)
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(10)
-	return p.Save(10*vg.Inch, vg.Length(len(rows)+1)*0.32*vg.Inch+1.2*vg.Inch, filepath.Join(out, name))
+	return p.Save(10*vg.Inch, vg.Length(len(rows)+top)*0.32*vg.Inch+1.2*vg.Inch, filepath.Join(out, name))
 }
 
 // ratioTicks mark the powers of two: 1/8, 1/4, 1/2, 1, 2, 4, 8.

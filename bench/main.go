@@ -1,7 +1,9 @@
 // Command bench compares tipkv with the stores its users would otherwise
 // pick, in one run: document versions against Badger v4 (managed mode) and
-// raw Pebble with an ascending layout, queues against goque (LevelDB) and a
-// naive Pebble queue, event feeds against Badger. It builds the same data
+// raw Pebble with an ascending layout, queues against goque (LevelDB), dque,
+// bigqueue and a naive Pebble queue, a latest value with history and a watch
+// against NATS JetStream KV (an in-process nats-server, file storage), event
+// feeds against Badger. It builds the same data
 // set in each system, on disk under a temporary directory, prints markdown
 // tables of time per operation with the ratio tipkv/peer and its 95%
 // interval, and writes PNG charts.
@@ -32,7 +34,7 @@ type config struct {
 	Quick bool
 	Out   string // where the PNG charts go
 	Tmp   string // parent of the data directories
-	Only  string // comma-separated sections to run: versions, queues, feeds
+	Only  string // comma-separated sections to run: versions, queues, kv, feeds
 	Keep  bool   // keep the data directories
 
 	MissFilter bool // tipkv's collection keeps versioned.Options.MissFilter
@@ -82,6 +84,13 @@ type config struct {
 	RangeEvents  int // events in a time-range read
 	EventSpacing time.Duration
 
+	// The kv section (kv.go): keys with KVVersions versions each, and
+	// KVLongKeys with kvHistory (64) versions for the long history row.
+	KVKeys     int
+	KVVersions int
+	KVLongKeys int
+	WatchChunk int // put-and-deliver cycles per chunk of the watch row
+
 	Seed uint64
 }
 
@@ -100,6 +109,7 @@ func fullConfig() config {
 		EnqueueBatch: 100, EnqueueItems: 10_000,
 		ChurnCycles: 1_000_000, ChurnLive: 1_000, ChurnSample: 50_000, ChurnChunk: 25_000,
 		Streams: 5_000, Events: 200, HotStreams: 100, RangeEvents: 20, EventSpacing: time.Second,
+		KVKeys: 100_000, KVVersions: 10, KVLongKeys: 1_000, WatchChunk: 200,
 		Seed: 1,
 	}
 }
@@ -120,6 +130,7 @@ func quickConfig() config {
 		EnqueueBatch: 100, EnqueueItems: 500,
 		ChurnCycles: 5_000, ChurnLive: 100, ChurnSample: 500, ChurnChunk: 500,
 		Streams: 100, Events: 200, HotStreams: 10, RangeEvents: 20, EventSpacing: time.Second,
+		KVKeys: 1_000, KVVersions: 10, KVLongKeys: 20, WatchChunk: 20,
 		Seed: 1,
 	}
 }
@@ -174,8 +185,9 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes: checks that the command works, in well under a minute")
 	out := flag.String("out", "../docs", "directory for the PNG charts")
 	tmp := flag.String("tmp", "", "parent directory for the data sets (default: the system temp dir)")
-	only := flag.String("only", "", "comma-separated sections to run: versions,queues,feeds (default: all)")
+	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
+	kvKeys := flag.Int("kvkeys", 0, "keys with 10 versions each in the kv section (default 100,000; quick 1,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
 	chunk := flag.Duration("chunk", 0, "length of a read chunk, per system per round (default 20ms; quick 5ms)")
 	rounds := flag.Int("rounds", 0, "most rounds of a row (default 72; quick 6)")
@@ -197,6 +209,9 @@ func main() {
 	if *docs > 0 {
 		cfg.Docs = *docs
 		cfg.HotDocs = min(cfg.HotDocs, *docs)
+	}
+	if *kvKeys > 0 {
+		cfg.KVKeys = *kvKeys
 	}
 	if *cycles > 0 {
 		cfg.ChurnCycles = *cycles
@@ -288,6 +303,21 @@ func run(cfg config, w io.Writer) error {
 			return err
 		}
 		if err := ratioChart(res.table, "Queues", cfg.Out, "ratios-queues.png"); err != nil {
+			return err
+		}
+	}
+	if want("kv") {
+		load0 := loadAvg()
+		res, err := runKV(cfg, dir)
+		if err != nil {
+			return fmt.Errorf("kv: %w", err)
+		}
+		res.table.loadNote(load0)
+		res.table.write(w)
+		if err := readCostChart(res.table, "Latest value with history", cfg.Out, "kv-read-cost.png"); err != nil {
+			return err
+		}
+		if err := ratioChart(res.table, "Latest value with history", cfg.Out, "ratios-kv.png"); err != nil {
 			return err
 		}
 	}

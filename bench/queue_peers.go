@@ -3,9 +3,13 @@ package main
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
 
 	"github.com/beeker1121/goque"
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/grandecola/bigqueue"
+	"github.com/joncrlsn/dque"
 )
 
 // goqueQueue is goque's FIFO queue on LevelDB, with goque's own LevelDB
@@ -154,3 +158,139 @@ func (n *naiveQueue) consume(count int) error {
 }
 
 func (n *naiveQueue) close() error { return n.db.Close() }
+
+// dqueItem is what dque stores: it gob-encodes one Go value per item, so
+// the bytes go in a struct (its builder must return a pointer to one).
+type dqueItem struct{ V []byte }
+
+// dqueItemsPerSegment is how many items one dque segment file holds.
+// dque keeps its first and last segments in memory; 1,000 100-byte items
+// is about 100 KB a segment (its README's example uses 50).
+const dqueItemsPerSegment = 1000
+
+// dqueQueue is dque's FIFO queue: segment files of gob-encoded items, an
+// item appended per Enqueue and a 4-byte removal record per Dequeue. In
+// turbo mode it leaves syncing to the OS, like every unsynced row here;
+// synced, each enqueue call ends with TurboSync, one fsync per commit (its
+// default, turbo off, fsyncs every Enqueue and every Dequeue).
+type dqueQueue struct {
+	q      *dque.DQue
+	synced bool
+}
+
+func openDque(dir string, synced bool) (*dqueQueue, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil { // dque makes only its queue's own directory, dir/q
+		return nil, err
+	}
+	q, err := dque.New("q", dir, dqueItemsPerSegment, func() any { return &dqueItem{} })
+	if err != nil {
+		return nil, err
+	}
+	if err := q.TurboOn(); err != nil {
+		_ = q.Close()
+		return nil, err
+	}
+	return &dqueQueue{q: q, synced: synced}, nil
+}
+
+func (d *dqueQueue) enqueue(items [][]byte) error {
+	for _, it := range items {
+		if err := d.q.Enqueue(&dqueItem{V: it}); err != nil {
+			return err
+		}
+	}
+	if d.synced {
+		return d.q.TurboSync()
+	}
+	return nil
+}
+
+// dequeue calls Dequeue n times: dque has no batch.
+func (d *dqueQueue) dequeue(n int) (int, error) {
+	for i := range n {
+		obj, err := d.q.Dequeue()
+		if errors.Is(err, dque.ErrEmpty) {
+			return i, nil
+		}
+		if err != nil {
+			return i, err
+		}
+		if it, ok := obj.(*dqueItem); !ok || len(it.V) == 0 {
+			return i, fmt.Errorf("dque: item %T is not a stored value", obj)
+		}
+	}
+	return n, nil
+}
+
+func (d *dqueQueue) consume(n int) error {
+	got, err := d.dequeue(n)
+	if err == nil && got < n {
+		err = errEmpty
+	}
+	return err
+}
+
+func (d *dqueQueue) close() error { return d.q.Close() }
+
+// bigQueue is bigqueue's queue: items appended to memory-mapped arena
+// files of 128 MiB (its default), a head offset per consumer. It never
+// deletes an arena: what was consumed stays on disk. Unsynced, its
+// periodic flush (msync every second by default) is off, leaving the
+// write-back to the OS like every unsynced row here; synced, each enqueue
+// call ends with Flush (msync of the arenas and the metadata), one per
+// commit.
+type bigQueue struct {
+	q      *bigqueue.MmapQueue
+	synced bool
+}
+
+func openBigqueue(dir string, synced bool) (*bigQueue, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	q, err := bigqueue.NewMmapQueue(dir, bigqueue.SetPeriodicFlushDuration(0), bigqueue.SetPeriodicFlushOps(0))
+	if err != nil {
+		return nil, err
+	}
+	return &bigQueue{q: q, synced: synced}, nil
+}
+
+func (b *bigQueue) enqueue(items [][]byte) error {
+	for _, it := range items {
+		if err := b.q.Enqueue(it); err != nil {
+			return err
+		}
+	}
+	if b.synced {
+		return b.q.Flush()
+	}
+	return nil
+}
+
+// dequeue calls Dequeue n times: bigqueue has no batch. Each returns a
+// copy of the item.
+func (b *bigQueue) dequeue(n int) (int, error) {
+	for i := range n {
+		it, err := b.q.Dequeue()
+		if errors.Is(err, bigqueue.ErrEmptyQueue) {
+			return i, nil
+		}
+		if err != nil {
+			return i, err
+		}
+		if len(it) == 0 {
+			return i, errors.New("bigqueue: empty item")
+		}
+	}
+	return n, nil
+}
+
+func (b *bigQueue) consume(n int) error {
+	got, err := b.dequeue(n)
+	if err == nil && got < n {
+		err = errEmpty
+	}
+	return err
+}
+
+func (b *bigQueue) close() error { return b.q.Close() }

@@ -51,6 +51,10 @@ const (
 	sysPebble = "Pebble asc"
 	sysGoque  = "goque"
 	sysNaive  = "naive Pebble"
+
+	sysDque     = "dque"
+	sysBigqueue = "bigqueue"
+	sysNATS     = "NATS KV"
 )
 
 func docID(i int) string  { return fmt.Sprintf("doc-%08d", i) }
