@@ -13,34 +13,9 @@ import (
 // guarded by it (queue's EnqueueOnce, versioned's AppendOnce and PutOnce)
 // is made once, and every later one returns the first one's result. Make
 // one with Window, UntilDone or UntilForgotten; the zero Scope is
-// refused with ErrInvalid. A Scope is a value, safe to share.
-//
-// The scopes, and what each event does to a key (the package docs of
-// queue and versioned repeat the table for their calls):
-//
-//	event                          Window(d)          UntilDone (queues)       UntilForgotten
-//	the guarded write commits      holds until +d     holds                    holds
-//	Receive, Release, Retry,       holds              holds                    holds
-//	  a lease that lapses
-//	dead letter (MaxAttempts)      holds              holds                    holds
-//	Requeue of a dead letter       holds              ends (a new message,     holds
-//	                                                  a new sequence number)
-//	Ack, Pop, Discard              holds              ends                     holds
-//	d has passed                   ends               -                        -
-//	Forget                         ends               ends                     ends
-//	the guarded write's Update     never held         never held               never held
-//	  fails or aborts
-//	sweep (background, or          deletes ended      deletes ended keys       -
-//	  DB.SweepKeys)                keys
-//
-// "Holds" means a write with the key returns the first result and writes
-// nothing; "ends" means the next write with the key is made anew. The
-// same key with other content (another value, compared by a hash of its
-// encoding) while it holds is ErrIdempotencyMismatch. Times are the DB's
-// clock (Options.Clock) at the commit of the write. A key's scope does not
-// follow its write's data: a document Purge, a feed Trim or retention do
-// not end a windowed or until-forgotten key, and the key goes on
-// returning the first result.
+// refused with ErrInvalid. The package doc's "Writes that are safe to
+// repeat" has the one table of what every event does to a key of each
+// scope. A Scope is a value, safe to share.
 type Scope struct {
 	kind   once.Kind
 	window time.Duration
