@@ -42,6 +42,9 @@
 //	family 0x04  feed events   04 | stream | desc(pos)         event
 //	family 0x05  dead letters  05 | queue | asc(seq)           message
 //	family 0x06  feed cursors  06 | stream | group             asc(position)
+//	family 0x07  once          07 | space | name | key         idempotency key: result, hash, scope
+//	family 0x08  once due      08 | due | space | name | key   01 (windowed keys, by their end)
+//	family 0x09  once seqs     09 | queue | asc(seq)           key (until-done keys, by message)
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -74,7 +77,12 @@
 // downgrade: upgrade every process that opens a store before the first one
 // writes it. Any change to what is stored (key layout, the comparer name
 // "tipkv.v1", value encoding, a new key family) comes with a new format
-// version. Values are decoded into your types as they are now; package
+// version, with one exception: a family that no older release reads and
+// whose meaning needs nothing of an older release (the idempotency
+// families 0x07-0x09, whose keys end by being read, not by other writes)
+// is added within a format; an older release then works on the store as
+// before, leaves those keys alone, and its check reports them as keys
+// of an unknown family. Values are decoded into your types as they are now; package
 // codec says what a change of a type's shape does.
 //
 // An upgrade never changes what a stored key or value reads as. Where a
@@ -88,6 +96,52 @@
 // testdata/compat: a small store written by that format's own code, and a
 // manifest of what it holds, which a test opens, upgrades and compares
 // with today's code; a format bump adds its corpus in the same change.
+//
+// # Writes that are safe to repeat
+//
+// A producer that may send one write twice (an at-least-once relay, an
+// HTTP retry, a restarted job) gives it an idempotency key: queue's
+// EnqueueOnce, versioned's Feed.AppendOnce and Collection.PutOnce. The
+// key's record commits in the batch of the write it guards, on the
+// condition that it is absent, so the two are one atomic write, inside a
+// DB.Update with other writes too; a second write with the key, while it
+// holds, writes nothing and returns what the first produced (its sequence
+// number, position or version) and dup true; the same key with other
+// content (compared by a hash of the value's encoding) is
+// ErrIdempotencyMismatch. Two writers racing with one key, goroutines or
+// processes on a shared engine, make one write: the loser's condition
+// fails, its write runs again and finds the winner's (so an Update whose
+// function makes such a write may run it again on any engine, Pebble
+// included).
+//
+// How long a key holds is its [Scope], one of three, and this table is
+// what every event does to a key of each (keys are per queue, stream or
+// collection):
+//
+//	event                              Window(d)         UntilDone (queues)   UntilForgotten
+//	the guarded write commits          holds for d       holds                holds
+//	Receive, Release, Retry, a lease   holds             holds                holds
+//	  that lapses, dead letter
+//	Requeue of a dead letter           holds             ends (a new message, holds
+//	                                                     a new number)
+//	Ack, Pop, Discard                  holds             ends                 holds
+//	Trim, retention, Delete, Purge     holds             -                    holds
+//	  (feeds, documents)
+//	d has passed (the DB's clock)      ends              -                    -
+//	ForgetKey                          ends              ends                 ends
+//	its Update fails or aborts         never held        never held           never held
+//	a sweep (DB.SweepKeys, or every    deletes it once   deletes it once      never
+//	  minute in the background)        ended             ended
+//
+// "Holds" means the next write with the key returns the first result;
+// "ends" means it is made anew. A key's end is read, not written: a
+// window ends when the clock passes it, an until-done key when its
+// message is neither in the queue nor among its dead letters (sequence
+// numbers are never reused), so Ack and the other transitions write
+// nothing for keys. The sweep then deletes what ended, walking only
+// ended keys (an index by end time, and each queue's keys below its
+// head) with range deletes, so keys never grow without bound; keys
+// UntilForgotten are never swept. A key is at most 1,024 bytes.
 //
 // # Durability and concurrency
 //

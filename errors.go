@@ -8,6 +8,7 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/once"
 )
 
 // The errors tipkv returns, wrapped with the key, id or name that failed:
@@ -73,6 +74,12 @@ var (
 	// that failed on a fatal disk error keeps its lock until the process
 	// exits.)
 	ErrLocked = engine.ErrLocked
+
+	// ErrIdempotencyMismatch is returned by a write guarded by an
+	// idempotency key (EnqueueOnce, AppendOnce, PutOnce) whose key still
+	// holds for a write of other content: the same key, another value.
+	// Nothing is written.
+	ErrIdempotencyMismatch = once.ErrMismatch
 )
 
 // PrunedError is the error of a read by time that retention answered:

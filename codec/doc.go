@@ -12,7 +12,7 @@
 // tags: the family says what comes next).
 //
 //	family     1 byte: which family the key belongs to, and so what comes
-//	           next. See "Families" below: 0x00-0x06 are in use, 0x07-0xFE
+//	           next. See "Families" below: 0x00-0x09 are in use, 0x0A-0xFE
 //	           are reserved, 0xFF is never a family.
 //
 //	segment    a string or byte string, escaped and terminated:
@@ -56,7 +56,10 @@
 //	0x04  feed          04 | stream | desc(position)         a feed event
 //	0x05  dead-letters  05 | queue | asc(seq)                a dead letter and its header
 //	0x06  feed-cursors  06 | stream | group                  asc(position): a consumer group's cursor
-//	0x07-0xFE           reserved: future families take the next free byte
+//	0x07  once          07 | space | name | key              an idempotency key's record (result, hash, scope)
+//	0x08  once-due      08 | due | space | name | key        01: a windowed key, by when it ends (due: asc(Unix ns) as a segment)
+//	0x09  once-seqs     09 | queue | asc(seq)                the key of a queue's until-done key, by sequence number
+//	0x0A-0xFE           reserved: future families take the next free byte
 //	0xFF                never a family (see Keyspace)
 //
 // A family's byte is never reused, nor its layout changed: a new kind of

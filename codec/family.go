@@ -20,6 +20,9 @@ const (
 	FamilyFeed        Family = 0x04 // 04 | stream | desc(position)
 	FamilyDeadLetters Family = 0x05 // 05 | queue | asc(seq)
 	FamilyFeedCursors Family = 0x06 // 06 | stream | group
+	FamilyOnce        Family = 0x07 // 07 | space | name | key
+	FamilyOnceDue     Family = 0x08 // 08 | due | space | name | key
+	FamilyOnceSeqs    Family = 0x09 // 09 | queue | asc(seq)
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped
@@ -55,6 +58,13 @@ var families = []Layout{
 	{Family: FamilyFeed, Name: "feed", Segments: []string{"stream"}, Number: "position", Desc: true},
 	{Family: FamilyDeadLetters, Name: "dead-letters", Segments: []string{"queue"}, Number: "seq"},
 	{Family: FamilyFeedCursors, Name: "feed-cursors", Segments: []string{"stream", "group"}},
+	// Idempotency keys (package internal/once): the record of a key, the
+	// index of windowed keys by when they end (due is a segment holding
+	// asc(Unix ns), so that the sweep walks them in time order), and the
+	// index of a queue's until-done keys by sequence number.
+	{Family: FamilyOnce, Name: "once", Segments: []string{"space", "name", "key"}},
+	{Family: FamilyOnceDue, Name: "once-due", Segments: []string{"due", "space", "name", "key"}},
+	{Family: FamilyOnceSeqs, Name: "once-seqs", Segments: []string{"queue"}, Number: "seq"},
 }
 
 // segmentsBefore[b] is how many segments come before the trailing number

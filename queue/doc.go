@@ -28,8 +28,8 @@
 //	a lapsed lease        redelivered when it ends          taken over Caps.ClockSkew after
 //	                                                        it ends, by the taker's clock
 //	Release, Extend       memory only (a delay is written)  one conditioned write each
-//	Update's function     runs once                         may run again when another
-//	(Enqueue in a Batch)                                    process enqueued first
+//	Update's function     runs once (again only when an     may run again when another
+//	(Enqueue in a Batch)  EnqueueOnce lost a race)          process enqueued first
 //	Len, Stats            memory                            the store: O(live messages)
 //	Wait                  an in-process notification        the engine's watch, or a poll
 //	                                                        every Caps.PollInterval
@@ -80,6 +80,23 @@
 // a message that commits after a later one. On a shared engine a commit is
 // durable when it is visible, and numbers are assigned in commit order, so
 // neither is needed.
+//
+// # Idempotency keys
+//
+// EnqueueOnce enqueues a message unless its key holds in the queue, and
+// returns the first message's sequence number either way: a relay that
+// publishes again after a crash, or an HTTP handler retried by its client,
+// enqueues once. tipkv.UntilDone holds the key while the message is in the
+// queue (ready, leased, delayed, or a dead letter) and ends it at Ack, Pop,
+// Discard or Requeue; tipkv.Window(d) and tipkv.UntilForgotten hold it for
+// a time or until ForgetKey. The one table of what every transition does
+// to each scope is in package tipkv's doc ("Writes that are safe to
+// repeat"). The key's record is written in the message's batch with the
+// condition that it is absent, so on every engine, Pebble included, an
+// Update whose function calls EnqueueOnce may run its function again when
+// another writer used the key first. No transition writes anything for
+// keys: an until-done key ends when its message is neither an item nor a
+// dead letter, read when the key is next used, and the sweep deletes it.
 //
 // # Time
 //
@@ -140,6 +157,7 @@
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	                                    or 0x02 | the same | uvarint count | uvarint countTo
 //	dead letter  05 | name | asc(seq)   dead header | payload
+//	once key     07 | "queue" | name | key, and 08 or 09 index entries (see package tipkv)
 //
 //	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at
 //	             or 0x04 | uvarint attempts | varint enqueued | varint lease end

@@ -226,90 +226,22 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 	if len(items) == 0 {
 		return nil
 	}
-	if !at.IsZero() {
-		if err := checkTime(at); err != nil {
-			return fmt.Errorf("queue %q: enqueue at: %w", q.c.name, err)
-		}
+	if err := checkAt(at); err != nil {
+		return fmt.Errorf("queue %q: %w", q.c.name, err)
 	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	defer eb.put()
-	// encode encodes every item with the Tx's commit time (one clock
-	// reading per Update, the one its document versions carry), before
-	// anything goes into the batch: a value that fails or is too large
-	// must leave nothing in w's batch, and no sequence number taken.
-	encode := func(tx *link.Tx) (buf []byte, ends []int, err error) {
-		now := tx.Now()
-		if err := checkTime(time.Unix(0, now)); err != nil {
-			return nil, nil, fmt.Errorf("the clock reads %w", err)
-		}
-		h := header{enqueued: now, at: unixNano(at), headers: hs, meta: tx.Meta()}
-		buf, ends = eb.buf[:0], eb.ends[:0]
-		for i, v := range items {
-			if i == 1 {
-				// Size the buffer once, from the first item, rather
-				// than growing it by doubling (copying and zeroing each
-				// time).
-				buf = slices.Grow(buf, (len(buf)+len(buf)/4)*(len(items)-1))
-			}
-			buf = appendHeader(buf, itemFormat, h)
-			payload := len(buf)
-			var err error
-			if buf, err = q.codec.Append(buf, v); err != nil {
-				return nil, nil, fmt.Errorf("item %d: %w", i, err)
-			}
-			if n := len(buf) - payload; n > q.maxValue {
-				return nil, nil, fmt.Errorf("%w: item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, i, n, q.maxValue)
-			}
-			ends = append(ends, len(buf))
-		}
-		eb.buf, eb.ends = buf, ends
-		return buf, ends, nil
-	}
 	// f is called directly by the write functions (never through a
 	// variable), so that it stays on this stack.
 	f := func(tx *link.Tx) error {
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}
-		buf, ends, err := encode(tx)
-		if err != nil {
+		if err := q.encode(tx, eb, at, hs, items); err != nil {
 			return err
 		}
-		var first int64
-		if q.c.sm != nil {
-			start, err := q.c.allocShared(tx, len(items))
-			if err != nil {
-				return err
-			}
-			n := uint64(len(items))
-			tx.OnCommit(func() {
-				q.c.m.enqueued.Add(n)
-				q.c.notifyLocal()
-			})
-			first = start
-		} else {
-			b, err := q.c.alloc(len(items))
-			if err != nil {
-				return err
-			}
-			tx.OnCommit(b.commitFn)
-			tx.OnAbort(b.abortFn)
-			if knobs.Queue.EnqueueWritesState {
-				q.c.writeState(tx, nil)
-			}
-			first = b.start
-		}
-		// The batch copies what it is given, so one buffer serves every
-		// key.
-		start := 0
-		for i, end := range ends {
-			eb.key = q.c.k.item(eb.key[:0], first+int64(i))
-			if err := tx.Batch.Set(eb.key, buf[start:end]); err != nil {
-				return err
-			}
-			start = end
-		}
-		return nil
+		_, err := q.put(tx, eb)
+		return err
 	}
 	var err error
 	if q.c.sm != nil {
@@ -323,12 +255,102 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 	return nil
 }
 
+// checkAt checks a visible-at time given to an enqueue.
+func checkAt(at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	if err := checkTime(at); err != nil {
+		return fmt.Errorf("enqueue at: %w", err)
+	}
+	return nil
+}
+
+// encode encodes items into eb, each with its item header: enqueued at
+// the Tx's commit time (one clock reading per Update, the one its
+// document versions carry) with the Tx's metadata. It runs inside the
+// write function, before anything goes into the batch: a value that fails
+// or is too large leaves nothing in the batch, and no sequence number
+// taken.
+func (q *Queue[T]) encode(tx *link.Tx, eb *encodeBuf, at time.Time, hs []byte, items []T) error {
+	now := tx.Now()
+	if err := checkTime(time.Unix(0, now)); err != nil {
+		return fmt.Errorf("the clock reads %w", err)
+	}
+	h := header{enqueued: now, at: unixNano(at), headers: hs, meta: tx.Meta()}
+	buf, ends := eb.buf[:0], eb.ends[:0]
+	eb.payloads = eb.payloads[:0]
+	for i, v := range items {
+		if i == 1 {
+			// Size the buffer once, from the first item, rather than
+			// growing it by doubling (copying and zeroing each time).
+			buf = slices.Grow(buf, (len(buf)+len(buf)/4)*(len(items)-1))
+		}
+		buf = appendHeader(buf, itemFormat, h)
+		payload := len(buf)
+		var err error
+		if buf, err = q.codec.Append(buf, v); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
+		}
+		if n := len(buf) - payload; n > q.maxValue {
+			return fmt.Errorf("%w: item %d: value is %d bytes, over the %d-byte limit", tipkv.ErrInvalid, i, n, q.maxValue)
+		}
+		ends = append(ends, len(buf))
+		eb.payloads = append(eb.payloads, payload)
+	}
+	eb.buf, eb.ends = buf, ends
+	return nil
+}
+
+// put writes the items encoded in eb to tx, at new sequence numbers, and
+// returns the first.
+func (q *Queue[T]) put(tx *link.Tx, eb *encodeBuf) (int64, error) {
+	if err := q.c.owns(tx); err != nil {
+		return 0, err
+	}
+	n := len(eb.ends)
+	var first int64
+	if q.c.sm != nil {
+		start, err := q.c.allocShared(tx, n)
+		if err != nil {
+			return 0, err
+		}
+		tx.OnCommit(func() {
+			q.c.m.enqueued.Add(uint64(n))
+			q.c.notifyLocal()
+		})
+		first = start
+	} else {
+		b, err := q.c.alloc(n)
+		if err != nil {
+			return 0, err
+		}
+		tx.OnCommit(b.commitFn)
+		tx.OnAbort(b.abortFn)
+		if knobs.Queue.EnqueueWritesState {
+			q.c.writeState(tx, nil)
+		}
+		first = b.start
+	}
+	// The batch copies what it is given, so one buffer serves every key.
+	start := 0
+	for i, end := range eb.ends {
+		eb.key = q.c.k.item(eb.key[:0], first+int64(i))
+		if err := tx.Batch.Set(eb.key, eb.buf[start:end]); err != nil {
+			return 0, err
+		}
+		start = end
+	}
+	return first, nil
+}
+
 // encodeBuf holds encoded items until the batch has copied them; pooled,
 // so that steady enqueueing does not allocate a buffer per call.
 type encodeBuf struct {
-	buf  []byte
-	ends []int
-	key  []byte
+	buf      []byte
+	ends     []int
+	payloads []int // where each item's payload starts in buf
+	key      []byte
 }
 
 var encodeBufs = sync.Pool{New: func() any { return new(encodeBuf) }}

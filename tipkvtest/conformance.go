@@ -143,6 +143,7 @@ func Run(t *testing.T, h Harness) {
 		{"Queues", append(queueCases(), queueConcurrencyCases()...)},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},
+		{"Once", onceCases()},
 	} {
 		t.Run(suite.name, func(t *testing.T) {
 			for _, c := range suite.cases {

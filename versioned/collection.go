@@ -261,20 +261,28 @@ type putOp[T any] struct {
 }
 
 func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (int64, error) {
-	if err := checkID(c.name, id); err != nil {
+	op, err := c.newPut(id, doc, expected)
+	if err != nil {
 		return 0, err
+	}
+	defer c.freePut(op)
+	if err := link.Write(w, op.run); err != nil {
+		return 0, err
+	}
+	return op.v, nil
+}
+
+// newPut returns the putOp of a Put of doc as id, encoded, from the pool;
+// freePut gives it back.
+func (c *Collection[T]) newPut(id string, doc T, expected int64) (*putOp[T], error) {
+	if err := checkID(c.name, id); err != nil {
+		return nil, err
 	}
 	op, ok := c.puts.Get().(*putOp[T])
 	if !ok {
 		op = &putOp[T]{c: c}
 		op.run = op.write
 	}
-	defer func() {
-		if cap(op.buf) <= 64<<10 && cap(op.mbuf) <= 64<<10 {
-			op.id = ""
-			c.puts.Put(op)
-		}
-	}()
 	op.id, op.expected, op.v, op.expires = id, expected, 0, 0
 	op.buf = c.docPrefix(op.buf[:0], id)
 	op.n = len(op.buf)
@@ -289,15 +297,21 @@ func (c *Collection[T]) put(w tipkv.Writer, id string, doc T, expected int64) (i
 	op.docAt = len(op.buf)
 	var err error
 	if op.buf, err = c.codec.Append(op.buf, doc); err != nil {
-		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+		c.freePut(op)
+		return nil, fmt.Errorf("%s: %w", c.where(id), err)
 	}
 	if err := checkValue(op.buf[op.n+codec.NumberSize:]); err != nil {
-		return 0, fmt.Errorf("%s: %w", c.where(id), err)
+		c.freePut(op)
+		return nil, fmt.Errorf("%s: %w", c.where(id), err)
 	}
-	if err := link.Write(w, op.run); err != nil {
-		return 0, err
+	return op, nil
+}
+
+func (c *Collection[T]) freePut(op *putOp[T]) {
+	if cap(op.buf) <= 64<<10 && cap(op.mbuf) <= 64<<10 {
+		op.id = ""
+		c.puts.Put(op)
 	}
-	return op.v, nil
 }
 
 func (op *putOp[T]) write(tx *link.Tx) error {

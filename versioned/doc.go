@@ -63,6 +63,18 @@
 // with no commit time (Doc.Untimed). Every value a codec writes reads
 // back as it was.
 //
+// # Idempotency keys
+//
+// Feed.AppendOnce and Collection.PutOnce write unless their key holds (per
+// stream, per collection), and return the first write's position or
+// version either way. Their scopes are tipkv.Window(d) and
+// tipkv.UntilForgotten (ForgetKey ends one); package tipkv's doc ("Writes
+// that are safe to repeat") has the table. A key does not follow its data:
+// Trim, retention, Delete and Purge leave it holding, and it goes on
+// returning a position or version that may be gone. A PutOnce key covers
+// the document id as well as its content: the same key for another id is
+// tipkv.ErrIdempotencyMismatch.
+//
 // # Versions are never reused
 //
 // A document's versions are dense, from the oldest kept to the latest, and

@@ -103,51 +103,61 @@ func (f *Feed[T]) append(w tipkv.Writer, stream string, at int64, event T) (int6
 	}
 	var p int64
 	err = link.Write(w, func(tx *link.Tx) error {
-		if tx.DB != f.w.ln {
-			return fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
-		}
-		ft := feedTxOf(tx, f.w, f.shared)
-		prefix, st := ft.lastPrefix, ft.lastSt
-		if st == nil || ft.lastName != stream {
-			// The Tx's last stream stays in memory while its
-			// reservation is in flight; another one is pinned until
-			// its own is.
-			prefix = namePrefix(codec.FamilyFeed, stream)
-			st = f.pos.pin(prefix)
-			defer f.pos.unpin(st)
-		}
-		if f.shared {
-			// Appends of this process to one stream commit one Tx at a
-			// time, so that they do not fail each other's head guard.
-			t, err := f.w.txOf(tx)
-			if err != nil {
-				return err
-			}
-			if _, err := t.lock(prefix); err != nil {
-				return fmt.Errorf("stream %q: %w", stream, err)
-			}
-		}
 		var err error
-		var before int64
-		if p, before, err = st.reserve(f.store, prefix, at, f.clock); err != nil {
-			return fmt.Errorf("stream %q: %w", stream, err)
-		}
-		ft.lastName, ft.lastPrefix, ft.lastSt = stream, prefix, st
-		ft.res = append(ft.res, reservation{st: st, p: p})
-		key := numberKey(prefix, p)
-		if f.shared {
-			// Another process may take the same position (the same clock
-			// instant): only one commit may write it.
-			if err := tx.Batch.Require(engine.Absent(key)); err != nil {
-				return err
-			}
-			if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
-				return err
-			}
-		}
-		return tx.Batch.Set(key, val)
+		p, err = f.appendTx(tx, stream, at, val)
+		return err
 	})
 	if err != nil {
+		return 0, err
+	}
+	return p, nil
+}
+
+// appendTx writes the encoded event val to stream in tx, at a new
+// position (at, or the clock's time when at is 0), and returns it.
+func (f *Feed[T]) appendTx(tx *link.Tx, stream string, at int64, val []byte) (int64, error) {
+	if tx.DB != f.w.ln {
+		return 0, fmt.Errorf("%w: the Batch belongs to another DB", tipkv.ErrInvalid)
+	}
+	ft := feedTxOf(tx, f.w, f.shared)
+	prefix, st := ft.lastPrefix, ft.lastSt
+	if st == nil || ft.lastName != stream {
+		// The Tx's last stream stays in memory while its
+		// reservation is in flight; another one is pinned until
+		// its own is.
+		prefix = namePrefix(codec.FamilyFeed, stream)
+		st = f.pos.pin(prefix)
+		defer f.pos.unpin(st)
+	}
+	if f.shared {
+		// Appends of this process to one stream commit one Tx at a
+		// time, so that they do not fail each other's head guard.
+		t, err := f.w.txOf(tx)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := t.lock(prefix); err != nil {
+			return 0, fmt.Errorf("stream %q: %w", stream, err)
+		}
+	}
+	p, before, err := st.reserve(f.store, prefix, at, f.clock)
+	if err != nil {
+		return 0, fmt.Errorf("stream %q: %w", stream, err)
+	}
+	ft.lastName, ft.lastPrefix, ft.lastSt = stream, prefix, st
+	ft.res = append(ft.res, reservation{st: st, p: p})
+	key := numberKey(prefix, p)
+	if f.shared {
+		// Another process may take the same position (the same clock
+		// instant): only one commit may write it.
+		if err := tx.Batch.Require(engine.Absent(key)); err != nil {
+			return 0, err
+		}
+		if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
+			return 0, err
+		}
+	}
+	if err := tx.Batch.Set(key, val); err != nil {
 		return 0, err
 	}
 	return p, nil

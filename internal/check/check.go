@@ -16,6 +16,7 @@ import (
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/once"
 	"github.com/tipkv/tipkv/internal/queuefmt"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -237,6 +238,8 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		}
 	case codec.FamilyFeedCursors:
 		ck.feedCursor(k, name, rest, v)
+	case codec.FamilyOnce, codec.FamilyOnceDue, codec.FamilyOnceSeqs:
+		ck.onceKey(l.Family, k, name, rest, v)
 	case codec.FamilyQueueState:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the queue name", len(rest))
@@ -307,6 +310,34 @@ func (ck *checker) feedCursor(k []byte, stream string, rest, v []byte) {
 	}
 	if n, _, err := codec.DecodeAsc(v); err != nil || n < 0 {
 		ck.add("value", k, "cursor position %d: %v", n, err)
+	}
+}
+
+// onceKey checks the keys of idempotency keys (package internal/once):
+// a record's key and value, a due entry's key, a seq entry's number.
+func (ck *checker) onceKey(f codec.Family, k []byte, first string, rest, v []byte) {
+	switch f {
+	case codec.FamilyOnce:
+		name, tail, err := codec.DecodeString(rest)
+		var key string
+		if err == nil {
+			key, tail, err = codec.DecodeString(tail)
+		}
+		switch {
+		case err != nil:
+			ck.add("key", k, "bad idempotency key segment: %v", err)
+		case name == "" || key == "" || len(tail) != 0:
+			ck.add("key", k, "an idempotency record needs a name and a key, and nothing after")
+		}
+		if _, err := once.Parse(v); err != nil {
+			ck.add("value", k, "%v", err)
+		}
+	case codec.FamilyOnceDue:
+		if _, _, _, _, err := once.ParseDueKey(k); err != nil {
+			ck.add("key", k, "%v", err)
+		}
+	case codec.FamilyOnceSeqs:
+		ck.numbered(k, first, rest, "sequence number", true)
 	}
 }
 
