@@ -217,6 +217,12 @@ type FeedMetrics struct {
 	// Appends counts the events appended by this process, counted when
 	// their Update commits.
 	Appends uint64
+	// StaleGroups is a gauge: the consumer groups that the latest
+	// completed retention pass of each of this process's feed retentions
+	// (versioned.FeedRetention) found holding its trim back with an event
+	// unhandled for longer than FeedRetention.StaleGroups, summed over the
+	// retentions. Each is also logged at Warn. 0 when no retention runs.
+	StaleGroups int64
 }
 
 // RetentionMetrics count the retention passes of this process: feed
@@ -228,6 +234,7 @@ type RetentionMetrics struct {
 	StreamsTrimmed             uint64 // streams a feed pass dropped events from
 	PurgePasses, PurgeFailures uint64
 	DocumentsPurged            uint64 // documents a purge dropped: expired
+	GroupsDropped              uint64 // stale consumer groups a feed pass dropped (FeedRetention.DropStaleGroups)
 }
 
 // StreamMetrics are one feed stream's figures. The versioned package does

@@ -257,6 +257,9 @@ var All = []Metric{
 	{Name: "tipkv.feed.appends", Prom: "tipkv_feed_appends_total", Unit: None, Kind: Counter,
 		Help: "Events appended to the DB's feeds by this process.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.Appends) }},
+	{Name: "tipkv.feed.stale_groups", Prom: "tipkv_feed_stale_groups", Unit: None, Kind: Gauge,
+		Help: "Consumer groups the latest feed retention passes found holding their trim back with an event unhandled past FeedRetention.StaleGroups.",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.StaleGroups) }},
 
 	// Retention passes.
 	{Name: "tipkv.retention.feed_passes", Prom: "tipkv_retention_feed_passes_total", Unit: None, Kind: Counter,
@@ -277,4 +280,7 @@ var All = []Metric{
 	{Name: "tipkv.retention.documents_purged", Prom: "tipkv_retention_documents_purged_total", Unit: None, Kind: Counter,
 		Help: "Expired documents purged.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.DocumentsPurged) }},
+	{Name: "tipkv.retention.groups_dropped", Prom: "tipkv_retention_groups_dropped_total", Unit: None, Kind: Counter,
+		Help: "Stale consumer groups a feed retention pass dropped (FeedRetention.DropStaleGroups).",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.GroupsDropped) }},
 }
