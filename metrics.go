@@ -217,11 +217,24 @@ type FeedMetrics struct {
 	// Appends counts the events appended by this process, counted when
 	// their Update commits.
 	Appends uint64
+	// Retentions are the figures of each feed retention
+	// (versioned.FeedRetention) that this process has completed a pass
+	// of, one per prefix of stream names it bounds (a feed, as retention
+	// sees one), sorted by the prefix.
+	Retentions []FeedRetentionMetrics
+}
+
+// FeedRetentionMetrics are the figures of the retention of the streams
+// under one prefix, as the versioned package reports them.
+type FeedRetentionMetrics struct {
+	// Streams is the prefix (versioned.FeedRetention.Streams); "" is
+	// every stream of the DB.
+	Streams string
 	// StaleGroups is a gauge: the consumer groups that the latest
-	// completed retention pass of each of this process's feed retentions
-	// (versioned.FeedRetention) found holding its trim back with an event
-	// unhandled for longer than FeedRetention.StaleGroups, summed over the
-	// retentions. Each is also logged at Warn. 0 when no retention runs.
+	// completed pass found holding its trim back with an event unhandled
+	// for longer than versioned.FeedRetention.StaleGroups (each is also
+	// logged at Warn). Retentions of one prefix with different bounds
+	// report the greatest of their counts.
 	StaleGroups int64
 }
 

@@ -313,10 +313,19 @@ func staleSetup(t *testing.T, b backend) (*tipkv.DB, *feedClock, *staleLog, []in
 	return db, clock, log, ps
 }
 
+// staleGauge returns the stale groups Metrics report for the retention
+// of every stream (Streams "").
 func staleGauge(t *testing.T, db *tipkv.DB) int64 {
+	t.Helper()
 	m, err := db.Metrics()
 	require.NoError(t, err)
-	return m.Feeds.StaleGroups
+	for _, r := range m.Feeds.Retentions {
+		if r.Streams == "" {
+			return r.StaleGroups
+		}
+	}
+	require.Fail(t, "no figures for the retention of every stream", "%+v", m.Feeds.Retentions)
+	return 0
 }
 
 // A group that holds a retention pass back is stale once an event it has
@@ -355,6 +364,15 @@ func testStaleGroupWarned(t *testing.T, b backend) {
 	require.Equal(t, ps[0], recs[0]["position"])
 	require.Equal(t, false, recs[0]["dropped"])
 	require.EqualValues(t, 1, staleGauge(t, db))
+	quiet, err := versioned.NewFeed[click](db, &versioned.FeedOptions[click]{Clock: clock.Now,
+		Retention: versioned.FeedRetention{Streams: "quiet", MaxEvents: 2, Interval: -1, StaleGroups: 10 * time.Minute}})
+	require.NoError(t, err)
+	_, err = quiet.Retain(context.Background())
+	require.NoError(t, err)
+	m, err := db.Metrics()
+	require.NoError(t, err)
+	require.Equal(t, []tipkv.FeedRetentionMetrics{{Streams: "", StaleGroups: 1}, {Streams: "quiet"}}, m.Feeds.Retentions,
+		"one gauge per prefix of the streams a retention bounds")
 	c, err := f.Cursor("s", "dead")
 	require.NoError(t, err)
 	require.Equal(t, ps[0], c)
@@ -426,7 +444,7 @@ func testStaleGroupDropped(t *testing.T, b backend) {
 	m, err := db.Metrics()
 	require.NoError(t, err)
 	require.EqualValues(t, 1, m.Retention.GroupsDropped)
-	require.Zero(t, m.Feeds.StaleGroups, "a dropped group holds nothing back")
+	require.Equal(t, []tipkv.FeedRetentionMetrics{{Streams: ""}}, m.Feeds.Retentions, "a dropped group holds nothing back")
 	require.Equal(t, []groupID{{"quiet", "idle", mustCursor(t, f, "quiet", "idle")}, {"s", "live", ps[4]}},
 		groupIDs(t, f.AllGroups()))
 }

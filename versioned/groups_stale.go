@@ -1,11 +1,13 @@
 package versioned
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -32,7 +34,7 @@ import (
 // one forward seek bounded on both sides, on every engine.
 //
 // A stale group is logged (Options.Logger, Warn) and counted
-// (tipkv.FeedMetrics.StaleGroups); with FeedRetention.DropStaleGroups the
+// (tipkv.FeedRetentionMetrics.StaleGroups); with FeedRetention.DropStaleGroups the
 // pass drops it, if its cursor is still where the pass saw it, in an
 // Update of its own before the trim. Its consumer then learns it from its
 // next Advance (ErrConflict: the cursor is no longer where it was).
@@ -183,7 +185,7 @@ func (f *Feed[T]) passEnded(ctx context.Context, st RetainStats, err error) {
 
 // staleGauge holds the count of stale groups of the latest completed pass
 // of each retention (one per FeedRetention value: the background
-// trimmers' key), summed by Metrics.
+// trimmers' key), for Metrics.
 type staleGauge struct {
 	mu sync.Mutex
 	by map[FeedRetention]int
@@ -198,12 +200,20 @@ func (g *staleGauge) set(r FeedRetention, n int) {
 	g.by[r] = n
 }
 
-func (g *staleGauge) sum() int64 {
+// figures returns one entry per prefix of the retentions, sorted by it:
+// the greatest count of the retentions of that prefix (they visit the same
+// streams; a sum would count a group twice).
+func (g *staleGauge) figures() []tipkv.FeedRetentionMetrics {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var n int64
-	for _, v := range g.by {
-		n += int64(v)
+	by := map[string]int64{}
+	for r, n := range g.by {
+		by[r.Streams] = max(by[r.Streams], int64(n))
 	}
-	return n
+	var out []tipkv.FeedRetentionMetrics
+	for streams, n := range by {
+		out = append(out, tipkv.FeedRetentionMetrics{Streams: streams, StaleGroups: n})
+	}
+	slices.SortFunc(out, func(a, b tipkv.FeedRetentionMetrics) int { return cmp.Compare(a.Streams, b.Streams) })
+	return out
 }

@@ -58,7 +58,7 @@ type dbMeters struct {
 type dbMetersKey struct{}
 
 func (m *dbMeters) fill(x *tipkv.Metrics) {
-	x.Feeds = tipkv.FeedMetrics{Appends: m.appends.Load(), StaleGroups: m.stale.sum()}
+	x.Feeds = tipkv.FeedMetrics{Appends: m.appends.Load(), Retentions: m.stale.figures()}
 	x.Retention = tipkv.RetentionMetrics{
 		FeedPasses: m.feedPasses.Load(), FeedFailures: m.feedFailures.Load(), StreamsTrimmed: m.trimmed.Load(),
 		PurgePasses: m.purgePasses.Load(), PurgeFailures: m.purgeFailures.Load(), DocumentsPurged: m.purgedDoc.Load(),

@@ -50,7 +50,7 @@ type FeedRetention struct {
 	// unhandled while its cursor holds a pass back (the pass would drop
 	// the event but for the group): past it, the group is stale. Each
 	// pass logs the stale groups it meets (Options.Logger, Warn, at most
-	// ten by name) and counts them in tipkv.FeedMetrics.StaleGroups. An
+	// ten by name) and counts them in tipkv.FeedRetentionMetrics.StaleGroups. An
 	// idle group with nothing pending is never stale, however long ago it
 	// advanced. The default (0) is one hour; below zero no group is
 	// stale. See groups_stale.go.

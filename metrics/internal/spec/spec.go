@@ -40,13 +40,17 @@ type Metric struct {
 	Level      func(tipkv.LevelMetrics) float64
 	Queue      func(tipkv.QueueMetrics) float64
 	Collection func(tipkv.CollectionMetrics) float64
+	// FeedRetention is a figure of the retention of the streams under one
+	// prefix (a feed), labelled by the prefix.
+	FeedRetention func(tipkv.FeedRetentionMetrics) float64
 	// DB is a store-wide figure of tipkv's own (feeds, retention), which
 	// every engine has.
 	DB func(*tipkv.Metrics) float64
 }
 
 // Label is the name of the label (attribute) that tells the figure's
-// entries apart: "level", "queue", "collection", or "" for a store-wide
+// entries apart: "level", "queue", "collection", "streams" (the prefix of
+// the stream names a feed retention bounds), or "" for a store-wide
 // figure. (Per feed stream there are no figures: a feed may hold millions
 // of streams; tipkv.Metrics.Feeds has their total.)
 func (m Metric) Label() string {
@@ -57,6 +61,8 @@ func (m Metric) Label() string {
 		return "queue"
 	case m.Collection != nil:
 		return "collection"
+	case m.FeedRetention != nil:
+		return "streams"
 	}
 	return ""
 }
@@ -92,6 +98,12 @@ func (x Metric) Points(m *tipkv.Metrics) []Point {
 		out := make([]Point, 0, len(m.Collections))
 		for _, c := range m.Collections {
 			out = append(out, Point{c.Name, x.Collection(c)})
+		}
+		return out
+	case x.FeedRetention != nil:
+		out := make([]Point, 0, len(m.Feeds.Retentions))
+		for _, r := range m.Feeds.Retentions {
+			out = append(out, Point{r.Streams, x.FeedRetention(r)})
 		}
 		return out
 	case x.DB != nil:
@@ -258,8 +270,8 @@ var All = []Metric{
 		Help: "Events appended to the DB's feeds by this process.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.Appends) }},
 	{Name: "tipkv.feed.stale_groups", Prom: "tipkv_feed_stale_groups", Unit: None, Kind: Gauge,
-		Help: "Consumer groups the latest feed retention passes found holding their trim back with an event unhandled past FeedRetention.StaleGroups.",
-		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.StaleGroups) }},
+		Help:          "Consumer groups the latest retention pass of the streams under a prefix found holding its trim back with an event unhandled past FeedRetention.StaleGroups.",
+		FeedRetention: func(r tipkv.FeedRetentionMetrics) float64 { return f(r.StaleGroups) }},
 
 	// Retention passes.
 	{Name: "tipkv.retention.feed_passes", Prom: "tipkv_retention_feed_passes_total", Unit: None, Kind: Counter,
