@@ -127,7 +127,9 @@ func scanCursorKeys(r engine.Reader, lo []byte, name func(key []byte) (Group, er
 // (Position, Newest] that reads no value; when More is set, one reverse
 // seek more for Oldest (on a shared engine such as etcd, a reverse read
 // may cost a pass over the range). Bound it with limit where backlogs may
-// be long: at 10,000 it is a few milliseconds on Pebble.
+// be long. Measured on Pebble (100,000 events flushed to a table, a busy
+// 2-core machine, median of 15): 17 us to count 100, 1.1 ms to count
+// 10,000 (0.5 ms at best), 40 ms to count all 100,000 (7 ms at best).
 func (f *Feed[T]) Backlog(stream, group string, limit int) (Group, error) {
 	if err := checkGroup(stream, group); err != nil {
 		return Group{}, err
