@@ -34,9 +34,9 @@ import (
 // one forward seek bounded on both sides, on every engine.
 //
 // A stale group is logged (Options.Logger, Warn) and counted
-// (tipkv.FeedRetentionMetrics.StaleGroups); with FeedRetention.DropStaleGroups the
-// pass drops it, if its cursor is still where the pass saw it, in an
-// Update of its own before the trim. Its consumer then learns it from its
+// (tipkv.FeedRetentionMetrics.StaleGroups); with
+// FeedRetention.DropStaleGroups the pass drops it, if its cursor is still
+// where the pass saw it, in an Update of its own before the trim. Its consumer then learns it from its
 // next Advance (ErrConflict: the cursor is no longer where it was).
 
 // defaultStaleGroups is FeedRetention.StaleGroups's default.
