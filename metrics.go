@@ -217,6 +217,25 @@ type FeedMetrics struct {
 	// Appends counts the events appended by this process, counted when
 	// their Update commits.
 	Appends uint64
+	// Retentions are the figures of each feed retention
+	// (versioned.FeedRetention) that this process has completed a pass
+	// of, one per prefix of stream names it bounds (a feed, as retention
+	// sees one), sorted by the prefix.
+	Retentions []FeedRetentionMetrics
+}
+
+// FeedRetentionMetrics are the figures of the retention of the streams
+// under one prefix, as the versioned package reports them.
+type FeedRetentionMetrics struct {
+	// Streams is the prefix (versioned.FeedRetention.Streams); "" is
+	// every stream of the DB.
+	Streams string
+	// StaleGroups is a gauge: the consumer groups that the latest
+	// completed pass found holding its trim back with an event unhandled
+	// for longer than versioned.FeedRetention.StaleGroups (each is also
+	// logged at Warn). Retentions of one prefix with different bounds
+	// report the greatest of their counts.
+	StaleGroups int64
 }
 
 // RetentionMetrics count the retention passes of this process: feed
@@ -228,6 +247,7 @@ type RetentionMetrics struct {
 	StreamsTrimmed             uint64 // streams a feed pass dropped events from
 	PurgePasses, PurgeFailures uint64
 	DocumentsPurged            uint64 // documents a purge dropped: expired
+	GroupsDropped              uint64 // stale consumer groups a feed pass dropped (FeedRetention.DropStaleGroups)
 }
 
 // StreamMetrics are one feed stream's figures. The versioned package does

@@ -8,7 +8,7 @@
 //	tipkv dump    DIR [--family F] [--prefix P] [--hex] [-n N]
 //	tipkv history DIR COLLECTION ID [-n N] [--as-of V]
 //	tipkv feed    DIR STREAM [-n N] [--since T]
-//	tipkv groups  STORE STREAM                 the stream's consumer groups, their positions and lags
+//	tipkv groups  STORE [STREAM] [--max N]     consumer groups (every one without STREAM): lags, pending counts and ages
 //	tipkv tail    STORE STREAM [-n N] [--since T]  events as they commit, until interrupted
 //	tipkv queue   DIR NAME [-n N] [--dead] [--requeue SEQS|all] [--discard SEQS|all]
 //	tipkv check   DIR [--raw NAMES] [--max N]  exit status 1 when the store is not healthy

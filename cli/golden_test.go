@@ -93,6 +93,7 @@ var goldenStores = map[string]func(t *testing.T) string{
 	"broken-queue":   brokenQueueStore,
 	"compact":        compactStore,
 	"ttl":            ttlStore,
+	"groups":         groupsStore,
 }
 
 // goldenMasks are the figures that differ between two runs against the

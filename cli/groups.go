@@ -18,84 +18,146 @@ import (
 
 var groupsCommand = &command{
 	name:    "groups",
-	args:    []string{"STORE", "STREAM"},
-	summary: "show the consumer groups of a stream and how far each trails",
+	args:    []string{"STORE", "[STREAM]"},
+	summary: "show consumer groups, how far each trails and what it has pending",
 	help: `
 Shows the consumer groups of STREAM (the named cursors Feed.Advance
-moves), in order of their names: each group's position (that of the last
-event it handled), its time in UTC, and its lag, the time between its
-position and the stream's newest event (0 when it is caught up).
+moves), in order of their names, or without STREAM every group of the
+store, by stream and name. For each: its position (that of the last event
+it handled), its time in UTC, its lag (the time between its position and
+the stream's newest event, 0 when it is caught up), PENDING, how many
+events of the stream are after its position, and AGE, how long the oldest
+of them has waited (-: none pending).
+
+Pending events are counted by walking their keys, at most --max of them
+per group (shown as N+ when more follow; 0: count them all).
 
 A group that trails far holds Trim and retention back (unless the feed
-trims past cursors); DropGroup removes a group that is gone for good.
+trims past cursors): FeedRetention.StaleGroups warns of it and
+DropStaleGroups drops it; DropGroup removes a group that is gone for good.
 
-Exits 1 when the stream has no groups.`,
+Exits 1 when there are no groups.`,
 	setup: func(fs *flag.FlagSet) func(*ctx, []string) int {
-		return func(c *ctx, args []string) int { return groups(c, args[0], args[1]) }
+		limit := fs.Int("max", 100_000, "count at most `N` pending events per group (0: all)")
+		return func(c *ctx, args []string) int {
+			if *limit < 0 {
+				return c.usagef("--max must be >= 0, not %d", *limit)
+			}
+			stream := ""
+			if len(args) > 1 {
+				stream = args[1]
+			}
+			return groups(c, args[0], stream, *limit)
+		}
 	},
 }
 
 // groupsView is what groups shows.
 type groupsView struct {
-	stream string
-	newest int64 // the stream's newest position, 0 when it has no event
-	groups []versioned.Group
+	stream string // "": every stream
+	now    time.Time
+	groups []versioned.Group // with their backlogs
 }
 
-func groups(c *ctx, target, stream string) int {
+func groups(c *ctx, target, stream string, limit int) int {
 	s, code := c.openStore(target, false)
 	if s == nil {
 		return code
 	}
 	defer s.close()
-	v, err := fetchGroups(s, stream)
+	v, err := fetchGroups(s, stream, limit)
 	if err != nil {
 		return c.failed(err)
 	}
 	return c.show(v)
 }
 
-// fetchGroups reads stream's groups as package versioned lists them, and
-// its newest position. A stream with no group is a notFoundError.
-func fetchGroups(s *store, stream string) (*groupsView, error) {
+// fetchGroups reads the groups of stream ("": of every stream) as package
+// versioned lists them, then the backlog of each, counted up to limit. No
+// group is a notFoundError.
+func fetchGroups(s *store, stream string, limit int) (*groupsView, error) {
 	f, err := versioned.NewFeed(s.db, &versioned.FeedOptions[[]byte]{Codec: codec.Raw{}})
 	if err != nil {
 		return nil, err
 	}
-	v := &groupsView{stream: stream}
-	for g, err := range f.Groups(stream) {
+	v := &groupsView{stream: stream, now: knobs.now()}
+	list := f.AllGroups()
+	if stream != "" {
+		list = f.Groups(stream)
+	}
+	var found []versioned.Group
+	for g, err := range list {
 		if err != nil {
 			return nil, err
 		}
-		v.groups = append(v.groups, g)
+		found = append(found, g)
+	}
+	for _, g := range found {
+		b, err := f.Backlog(g.Stream, g.Name, limit)
+		if errors.Is(err, tipkv.ErrNotFound) {
+			continue // dropped since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		v.groups = append(v.groups, b)
 	}
 	if len(v.groups) == 0 {
-		return nil, notFoundf("stream %q has no consumer groups", stream)
-	}
-	for e, err := range f.Newest(stream, tipkv.Query{Limit: 1}) {
-		if err != nil {
-			return nil, err
+		if stream == "" {
+			return nil, notFoundf("the store has no consumer groups")
 		}
-		v.newest = e.Position
+		return nil, notFoundf("stream %q has no consumer groups", stream)
 	}
 	return v, nil
 }
 
-// lag is how far a group at position p trails the newest event.
-func (v *groupsView) lag(p int64) time.Duration { return time.Duration(max(v.newest-p, 0)) }
+// pending is a group's pending count as shown: N, or N+ when more follow.
+func pending(g versioned.Group) string {
+	if g.More {
+		return fmt.Sprint(g.Pending, "+")
+	}
+	return fmt.Sprint(g.Pending)
+}
+
+// age is how long g's oldest pending event has waited, "-" for none.
+func (v *groupsView) age(g versioned.Group) string {
+	if g.Oldest == 0 {
+		return "-"
+	}
+	return g.PendingAge(v.now).Round(time.Millisecond).String()
+}
 
 func (v *groupsView) json() object {
 	list := []any{}
 	for _, g := range v.groups {
-		list = append(list, object{{"group", g.Name}, {"position", g.Position}, {"time", positionTime(g.Position)}, {"lag_ns", int64(v.lag(g.Position))}})
+		o := object{{"stream", g.Stream}, {"group", g.Name}, {"position", g.Position}, {"time", positionTime(g.Position)},
+			{"lag_ns", int64(g.Lag())}, {"newest", g.Newest}, {"pending", g.Pending}, {"pending_more", g.More}}
+		if g.Oldest != 0 {
+			o = append(o, field{"oldest_pending", g.Oldest}, field{"pending_age_ns", int64(g.PendingAge(v.now))})
+		}
+		list = append(list, o)
 	}
-	return object{{"stream", v.stream}, {"newest", v.newest}, {"groups", list}}
+	if v.stream == "" {
+		return object{{"groups", list}}
+	}
+	newest := int64(0)
+	if len(v.groups) > 0 {
+		newest = v.groups[0].Newest
+	}
+	return object{{"stream", v.stream}, {"newest", newest}, {"groups", list}}
 }
 
 func (v *groupsView) table(w io.Writer) error {
-	t := newTable(w, "GROUP", "POSITION", "TIME", "LAG")
+	if v.stream != "" {
+		t := newTable(w, "GROUP", "POSITION", "TIME", "LAG", "PENDING", "AGE")
+		for _, g := range v.groups {
+			t.row(g.Name, g.Position, positionTime(g.Position), g.Lag().String(), pending(g), v.age(g))
+		}
+		return t.flush()
+	}
+	t := newTable(w, "STREAM", "GROUP", "POSITION", "TIME", "LAG", "PENDING", "AGE")
 	for _, g := range v.groups {
-		t.row(g.Name, g.Position, positionTime(g.Position), v.lag(g.Position).String())
+		t.row(g.Stream, g.Name, g.Position, positionTime(g.Position), g.Lag().String(), pending(g), v.age(g))
 	}
 	return t.flush()
 }

@@ -17,9 +17,12 @@ type clickEvent struct {
 	Page string `msgpack:"page"`
 }
 
-// groups lists a stream's consumer groups with their positions and lags,
-// in name order, as table and JSON; a stream without groups exits 1.
+// groups lists a stream's consumer groups with their positions, lags,
+// pending counts (up to --max) and the age of their oldest pending event,
+// in name order, as table and JSON; without a stream, every group of the
+// store by stream and name; no group exits 1.
 func TestGroups(t *testing.T) {
+	fixNow(t)
 	var ps []int64
 	dir := writeStore(t, func(db *tipkv.DB) {
 		at := t0
@@ -33,20 +36,38 @@ func TestGroups(t *testing.T) {
 		}
 		require.NoError(t, f.Advance(db, "clicks", "search", 0, ps[3]))
 		require.NoError(t, f.Advance(db, "clicks", "billing", 0, ps[1]))
+		require.NoError(t, f.Advance(db, "audit", "archive", 0, 1))
 	})
 	out := cliOK(t, "groups", dir, "clicks")
-	require.Equal(t, `GROUP    POSITION             TIME                  LAG
-billing  `+fmt.Sprint(ps[1])+`  2025-03-01T12:01:00Z  2m0s
-search   `+fmt.Sprint(ps[3])+`  2025-03-01T12:03:00Z  0s
+	require.Equal(t, `GROUP    POSITION             TIME                  LAG   PENDING  AGE
+billing  `+fmt.Sprint(ps[1])+`  2025-03-01T12:01:00Z  2m0s  2        1h58m0s
+search   `+fmt.Sprint(ps[3])+`  2025-03-01T12:03:00Z  0s    0        -
 `, out)
 	m := jsonOf(t, cliOK(t, "groups", "--json", dir, "clicks"))
 	require.EqualValues(t, ps[3], m["newest"])
 	require.Len(t, m["groups"], 2)
-	require.EqualValues(t, 2*time.Minute, m["groups"].([]any)[0].(map[string]any)["lag_ns"])
+	billing := m["groups"].([]any)[0].(map[string]any)
+	require.EqualValues(t, 2*time.Minute, billing["lag_ns"])
+	require.EqualValues(t, 2, billing["pending"])
+	require.EqualValues(t, ps[2], billing["oldest_pending"])
+	require.EqualValues(t, 118*time.Minute, billing["pending_age_ns"])
+
+	out = cliOK(t, "groups", "--max", "1", dir)
+	require.Equal(t, `STREAM  GROUP    POSITION             TIME                            LAG   PENDING  AGE
+audit   archive  1                    1970-01-01T00:00:00.000000001Z  0s    0        -
+clicks  billing  `+fmt.Sprint(ps[1])+`  2025-03-01T12:01:00Z            2m0s  1+       1h58m0s
+clicks  search   `+fmt.Sprint(ps[3])+`  2025-03-01T12:03:00Z            0s    0        -
+`, out)
 
 	_, errOut, code := cli(t, "groups", dir, "views")
 	require.Equal(t, exitFail, code)
 	require.Contains(t, errOut, `stream "views" has no consumer groups`)
+	_, errOut, code = cli(t, "groups", "--max", "-1", dir)
+	require.Equal(t, exitUsage, code, errOut)
+	empty := writeStore(t, func(*tipkv.DB) {})
+	_, errOut, code = cli(t, "groups", empty)
+	require.Equal(t, exitFail, code)
+	require.Contains(t, errOut, "the store has no consumer groups")
 }
 
 // tail shows the newest N events, then each event another process

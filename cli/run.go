@@ -19,10 +19,13 @@ const (
 
 // command is one subcommand: its synopsis and help, and setup, which
 // registers its flags on fs and returns the function that runs it with the
-// positional arguments (exactly len(args) of them).
+// positional arguments (len(args) of them, or fewer when the last are
+// optional).
 type command struct {
-	name    string
-	args    []string // positional arguments, for the synopsis and the count
+	name string
+	// args are the positional arguments, for the synopsis and the count;
+	// the last may be optional, spelled in brackets ("[STREAM]").
+	args    []string
 	summary string
 	help    string
 	setup   func(fs *flag.FlagSet) func(c *ctx, args []string) int
@@ -89,8 +92,12 @@ func run(args []string, stdout, stderr io.Writer, engines []Engine) int {
 		commandHelp(stdout, cmd, fs)
 		return exitOK
 	}
-	if err == nil && len(pos) != len(cmd.args) {
-		err = fmt.Errorf("want %d arguments (%s), have %d", len(cmd.args), strings.Join(cmd.args, " "), len(pos))
+	if need := requiredArgs(cmd); err == nil && (len(pos) < need || len(pos) > len(cmd.args)) {
+		want := fmt.Sprint(need)
+		if need < len(cmd.args) {
+			want = fmt.Sprintf("%d to %d", need, len(cmd.args))
+		}
+		err = fmt.Errorf("want %s arguments (%s), have %d", want, strings.Join(cmd.args, " "), len(pos))
 	}
 	if err != nil {
 		return early.usagef("%v", err)
@@ -152,6 +159,17 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
 	return ok && b.IsBoolFlag()
+}
+
+// requiredArgs returns how many of cmd's positional arguments are
+// required: those before the first in brackets.
+func requiredArgs(cmd *command) int {
+	for i, a := range cmd.args {
+		if strings.HasPrefix(a, "[") {
+			return i
+		}
+	}
+	return len(cmd.args)
 }
 
 func synopsis(cmd *command) string {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +180,29 @@ func ttlStore(t *testing.T) string {
 		now = goldenWritten
 		_, err = c.Put(db, "live", "live at "+now.Format(time.Kitchen))
 		require.NoError(t, err)
+	})
+}
+
+// groupsStore holds two streams with consumer groups: on "orders", one
+// caught up, one an event behind and one far behind, at one-minute
+// events; on "audit", one group with nothing pending.
+func groupsStore(t *testing.T) string {
+	now := t0
+	return writeStoreAt(t, func() time.Time { return now }, func(db *tipkv.DB) {
+		f, err := versioned.NewFeed[string](db, nil)
+		require.NoError(t, err)
+		var ps []int64
+		for i := range 6 {
+			now = t0.Add(time.Duration(i) * time.Minute)
+			p, err := f.Append(db, "orders", "order "+strconv.Itoa(i))
+			require.NoError(t, err)
+			ps = append(ps, p)
+		}
+		require.NoError(t, f.Advance(db, "orders", "shipping", 0, ps[5]))
+		require.NoError(t, f.Advance(db, "orders", "billing", 0, ps[4]))
+		require.NoError(t, f.Advance(db, "orders", "reports", 0, ps[0]))
+		p, err := f.Append(db, "audit", "login")
+		require.NoError(t, err)
+		require.NoError(t, f.Advance(db, "audit", "archive", 0, p))
 	})
 }

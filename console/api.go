@@ -144,14 +144,24 @@ type Event struct {
 	Value    Value     `json:"value"`
 }
 
-// Group is a consumer group of a stream: its cursor and how far it
-// trails the stream's newest event (0 when caught up).
+// Group is a consumer group of a stream: its cursor, how far it trails
+// the stream's newest event (0 when caught up), how many events it has
+// pending (counted up to PendingMax; PendingMore when more follow) and
+// the position of the oldest of them (0: none), as
+// versioned.Feed.Backlog reads them.
 type Group struct {
-	Name     string        `json:"name"`
-	NameHex  string        `json:"name_hex,omitempty"`
-	Position int64         `json:"position"`
-	Lag      time.Duration `json:"lag_ns"`
+	Name          string        `json:"name"`
+	NameHex       string        `json:"name_hex,omitempty"`
+	Position      int64         `json:"position"`
+	Lag           time.Duration `json:"lag_ns"`
+	Pending       int           `json:"pending"`
+	PendingMore   bool          `json:"pending_more,omitempty"`
+	OldestPending int64         `json:"oldest_pending,omitempty"`
 }
+
+// PendingMax is how many pending events of a group the stream page
+// counts, at most: counting walks their keys.
+const PendingMax = 10_000
 
 // Queues is GET /api/queues.
 type Queues struct {

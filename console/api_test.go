@@ -100,7 +100,7 @@ func TestEndpoints(t *testing.T) {
 			require.Len(t, ev.Events, 2)
 			require.Equal(t, ev.Newest, ev.Events[0].Position)
 			require.JSONEq(t, `{"page":"/pay"}`, string(ev.Events[0].Value.JSON))
-			require.Equal(t, []console.Group{{Name: "billing", Position: ev.Newest - 1, Lag: 1}}, ev.Groups)
+			require.Equal(t, []console.Group{{Name: "billing", Position: ev.Newest - 1, Lag: 1, Pending: 1, OldestPending: ev.Newest}}, ev.Groups)
 			getJSON(t, c, "/api/stream?"+q("name", "audit", "after", ev.Next), http.StatusOK, &ev)
 			require.Len(t, ev.Events, 1)
 			require.JSONEq(t, `{"page":"/"}`, string(ev.Events[0].Value.JSON))

@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -34,11 +35,23 @@ func (c *Console) viewStream(r *http.Request, p params) (any, error) {
 		out.Events = append(out.Events, c.event(rend, e))
 		last = e
 	}
+	var groups []versioned.Group
 	for g, err := range c.feed.Groups(p.Name) {
 		if err != nil {
 			return nil, err
 		}
-		out.Groups = append(out.Groups, Group{Name: g.Name, NameHex: hexIfInvalid(g.Name), Position: g.Position, Lag: time.Duration(max(out.Newest-g.Position, 0))})
+		groups = append(groups, g)
+	}
+	for _, g := range groups {
+		b, err := c.feed.Backlog(p.Name, g.Name, PendingMax)
+		if errors.Is(err, tipkv.ErrNotFound) {
+			continue // dropped since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Groups = append(out.Groups, Group{Name: g.Name, NameHex: hexIfInvalid(g.Name), Position: b.Position,
+			Lag: time.Duration(max(out.Newest-b.Position, 0)), Pending: b.Pending, PendingMore: b.More, OldestPending: b.Oldest})
 	}
 	if out.Newest == 0 && len(out.Groups) == 0 {
 		return nil, fmt.Errorf("%w: no stream %q (it holds no event and no group)", tipkv.ErrNotFound, p.Name)

@@ -10,8 +10,9 @@
 // them with underscores and unit suffixes, OpenTelemetry with dots and a
 // unit): store-wide figures of the storage engine, per-level figures of
 // the LSM tree (label "level"), per queue and per collection figures
-// (labels "queue", "collection"), and tipkv's store-wide figures of feeds
-// and retention passes. Both read DB.Metrics once per scrape or
+// (labels "queue", "collection"), per feed retention figures (label
+// "streams": the prefix of the stream names it bounds), and tipkv's
+// store-wide figures of feeds and retention passes. Both read DB.Metrics once per scrape or
 // collection: on Pebble well under a millisecond for a store of a few
 // dozen files (a stat of each file in the store's directory is most of
 // it, see tipkv.DB.Metrics).

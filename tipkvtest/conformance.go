@@ -140,6 +140,7 @@ func Run(t *testing.T, h Harness) {
 		{"Documents", append(documentCases(), documentTTLCases()...)},
 		{"Feeds", append(feedCases(), feedRetentionCases()...)},
 		{"Follow", followCases()},
+		{"Groups", groupCases()},
 		{"Queues", append(queueCases(), queueConcurrencyCases()...)},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},

@@ -20,10 +20,12 @@
 // read as times; Newest and Between read them newest first; Since and
 // Follow read them oldest first for a consumer, never skipping an event
 // that commits later at a lower position; named cursors (Cursor, Advance,
-// Lag) keep each consumer group's position beside the data; Trim and
-// TrimBefore drop old ones, never past a group's cursor, and
+// Lag) keep each consumer group's position beside the data, and Groups,
+// AllGroups and Backlog list the groups with what each has pending; Trim
+// and TrimBefore drop old ones, never past a group's cursor, and
 // FeedOptions.Retention bounds streams by count and age with a background
-// trimmer (or Retain).
+// trimmer (or Retain), which warns about (and on request drops) stale
+// groups that hold it back.
 //
 // [Collections] and [Streams] list the names in a store. Collection.In and
 // Feed.In read in a snapshot (tipkv.DB.View): several reads that agree

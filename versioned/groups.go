@@ -213,18 +213,31 @@ func (f *Feed[T]) Lag(stream, group string) (time.Duration, error) {
 	return time.Duration(max(n-c, 0)), nil
 }
 
-// Group is a consumer group of a stream, as Groups yields it.
+// Group is a consumer group of a stream, as Groups, AllGroups and
+// Backlog return it. It is a copy: the caller may keep it.
 type Group struct {
-	// Name is the group's name.
-	Name string
+	// Stream is the stream the group consumes; Name is the group's name.
+	Stream, Name string
 	// Position is the group's cursor: the position of the last event it
 	// handled (see Advance).
 	Position int64
+
+	// The backlog, as Backlog read it (Groups and AllGroups leave these
+	// zero; see groups_list.go). Newest is the stream's newest position
+	// (0: no event); Pending counts the events after Position, up to the
+	// limit Backlog was given, and More says that more follow; Oldest is
+	// the position of the oldest of them (0: none pending).
+	Newest  int64
+	Pending int
+	More    bool
+	Oldest  int64
 }
 
 // Groups yields the consumer groups of stream that have a cursor (each
 // group Advance has moved and DropGroup has not dropped since), in
-// bytewise order of their names, with their cursors. It reads the store:
+// bytewise order of their names, with Stream, Name and Position set
+// (AllGroups lists the groups of every stream; Backlog tells what a group
+// has pending). It reads the store:
 // one scan of the stream's cursors, [06 | stream, 06 | stream + 1), and
 // never the events. Groups created or dropped while it runs may or may not
 // appear. An error (a bad stream name, a cursor that does not decode,
@@ -237,7 +250,7 @@ func (f *Feed[T]) Groups(stream string) iter.Seq2[Group, error] {
 		}
 		stopped := false
 		err := scanCursors(f.store, stream, func(group string, pos int64) bool {
-			stopped = !yield(Group{Name: group, Position: pos}, nil)
+			stopped = !yield(Group{Stream: stream, Name: group, Position: pos}, nil)
 			return !stopped
 		})
 		if err != nil && !stopped {

@@ -48,11 +48,11 @@ func TestFeedGroups(t *testing.T) {
 			require.NoError(t, f.DropGroup(db, "s", "gone"))
 
 			require.Equal(t, []versioned.Group{
-				{Name: "a\x00b", Position: ps[2]},
-				{Name: "audit", Position: ps[3]},
-				{Name: "billing", Position: ps[1]},
+				{Stream: "s", Name: "a\x00b", Position: ps[2]},
+				{Stream: "s", Name: "audit", Position: ps[3]},
+				{Stream: "s", Name: "billing", Position: ps[1]},
 			}, collectGroups(t, f, "s"))
-			require.Equal(t, []versioned.Group{{Name: "other", Position: ps[0]}}, collectGroups(t, f, "s2"))
+			require.Equal(t, []versioned.Group{{Stream: "s2", Name: "other", Position: ps[0]}}, collectGroups(t, f, "s2"))
 			require.Empty(t, collectGroups(t, f, "none"))
 
 			// The consumer may stop early.

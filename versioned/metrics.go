@@ -51,15 +51,18 @@ type dbMeters struct {
 	appends                               atomic.Uint64
 	feedPasses, feedFailures, trimmed     atomic.Uint64
 	purgePasses, purgeFailures, purgedDoc atomic.Uint64
+	groupsDropped                         atomic.Uint64
+	stale                                 staleGauge
 }
 
 type dbMetersKey struct{}
 
 func (m *dbMeters) fill(x *tipkv.Metrics) {
-	x.Feeds = tipkv.FeedMetrics{Appends: m.appends.Load()}
+	x.Feeds = tipkv.FeedMetrics{Appends: m.appends.Load(), Retentions: m.stale.figures()}
 	x.Retention = tipkv.RetentionMetrics{
 		FeedPasses: m.feedPasses.Load(), FeedFailures: m.feedFailures.Load(), StreamsTrimmed: m.trimmed.Load(),
 		PurgePasses: m.purgePasses.Load(), PurgeFailures: m.purgeFailures.Load(), DocumentsPurged: m.purgedDoc.Load(),
+		GroupsDropped: m.groupsDropped.Load(),
 	}
 }
 

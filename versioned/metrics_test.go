@@ -105,7 +105,8 @@ func TestFeedAndRetentionMetrics(t *testing.T) {
 
 	m, err := db.Metrics()
 	require.NoError(t, err)
-	require.Equal(t, tipkv.FeedMetrics{Appends: 4}, m.Feeds)
+	require.Equal(t, tipkv.FeedMetrics{Appends: 4, Retentions: []tipkv.FeedRetentionMetrics{{Streams: ""}}}, m.Feeds,
+		"a completed pass reports the stale groups of its retention")
 	require.Equal(t, tipkv.RetentionMetrics{FeedPasses: 3, StreamsTrimmed: 1, PurgePasses: 1, DocumentsPurged: 2}, m.Retention,
 		"a cancelled pass is a pass, not a failure")
 }

@@ -45,6 +45,23 @@ type FeedRetention struct {
 	// events older than MaxAge: the bounds hold after each pass, not at
 	// every commit. Reads do not hide what a pass has not dropped yet.
 	Interval time.Duration
+
+	// StaleGroups is how long a consumer group may leave an event
+	// unhandled while its cursor holds a pass back (the pass would drop
+	// the event but for the group): past it, the group is stale. Each
+	// pass logs the stale groups it meets (Options.Logger, Warn, at most
+	// ten by name) and counts them in tipkv.FeedRetentionMetrics.StaleGroups. An
+	// idle group with nothing pending is never stale, however long ago it
+	// advanced. The default (0) is one hour; below zero no group is
+	// stale. See groups_stale.go.
+	StaleGroups time.Duration
+
+	// DropStaleGroups lets a pass drop the stale groups it meets (as
+	// DropGroup does, but only a group whose cursor has not moved since
+	// the pass read it), so that retention goes on. The consumer of a
+	// dropped group finds out at its next Advance, which fails with
+	// ErrConflict. The default (false) warns and drops nothing.
+	DropStaleGroups bool
 }
 
 func (r FeedRetention) active() bool { return r.MaxEvents > 0 || r.MaxAge > 0 }
@@ -55,6 +72,8 @@ func (r FeedRetention) check() error {
 		return fmt.Errorf("%w: FeedRetention.MaxEvents %d", tipkv.ErrInvalid, r.MaxEvents)
 	case r.MaxAge < 0:
 		return fmt.Errorf("%w: FeedRetention.MaxAge %v", tipkv.ErrInvalid, r.MaxAge)
+	case r.DropStaleGroups && r.StaleGroups < 0:
+		return fmt.Errorf("%w: FeedRetention.DropStaleGroups with no stale bound (StaleGroups %v)", tipkv.ErrInvalid, r.StaleGroups)
 	case len(r.Streams) > MaxNameSize:
 		return fmt.Errorf("%w: FeedRetention.Streams of %d bytes is over the limit of %d", tipkv.ErrInvalid, len(r.Streams), MaxNameSize)
 	}
@@ -65,6 +84,9 @@ func (r FeedRetention) check() error {
 type RetainStats struct {
 	Streams int // streams visited
 	Trimmed int // streams it dropped events from
+	// Stale groups it met (see FeedRetention.StaleGroups): those it left,
+	// holding the trim back, and those it dropped.
+	StaleGroups, GroupsDropped int
 }
 
 // retainPage is how many streams a pass reads with one iterator before it
@@ -91,6 +113,7 @@ func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 	defer func() {
 		countPass(&f.w.dbm.feedPasses, &f.w.dbm.feedFailures, err)
 		f.w.dbm.trimmed.Add(uint64(st.Trimmed))
+		f.passEnded(ctx, st, err)
 	}()
 	if f.w.isClosed() {
 		return st, tipkv.ErrClosed
@@ -114,7 +137,7 @@ func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 				return tipkv.ErrClosed
 			}
 			st.Streams++
-			trimmed, err := f.retainStream(name)
+			trimmed, err := f.retainStream(ctx, name, &st)
 			if err != nil {
 				return fmt.Errorf("stream %q: %w", name, err)
 			}
@@ -136,7 +159,7 @@ func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 // costs no commit: the oldest position, the positions of the newest
 // MaxEvents+1 events and the groups' cursors. The trim itself finds its
 // cut again under the stream's lock.
-func (f *Feed[T]) retainStream(name string) (trimmed bool, err error) {
+func (f *Feed[T]) retainStream(ctx context.Context, name string, st *RetainStats) (trimmed bool, err error) {
 	prefix := namePrefix(codec.FamilyFeed, name)
 	oldest, err := oldestNumber(f.store, prefix)
 	if err != nil || oldest == 0 {
@@ -157,7 +180,7 @@ func (f *Feed[T]) retainStream(name string) (trimmed bool, err error) {
 		return false, nil
 	}
 	if !f.pastCursors {
-		slowest, err := slowestCursor(f.store, name)
+		slowest, err := f.holdBack(ctx, name, cut, st)
 		if err != nil {
 			return false, err
 		}

@@ -7,8 +7,9 @@
 //
 // Each collection calls DB.Metrics once, in one callback that observes
 // every instrument. Gauges are the state now; counters (monotonic) count
-// from the DB's Open. Per-level, per-queue and per-collection figures
-// carry the attribute "level", "queue" or "collection".
+// from the DB's Open. Per-level, per-queue, per-collection and per feed
+// retention figures carry the attribute "level", "queue", "collection"
+// or "streams".
 package tipkvotel
 
 import (

@@ -1,6 +1,7 @@
 package tipkvprom_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -91,9 +92,12 @@ func TestEveryMetricIsEmitted(t *testing.T) {
 	require.NoError(t, err)
 	_, err = users.Put(db, "alice", "v1")
 	require.NoError(t, err)
-	feed, err := versioned.NewFeed[string](db, nil)
+	feed, err := versioned.NewFeed[string](db, &versioned.FeedOptions[string]{
+		Retention: versioned.FeedRetention{Streams: "audit", MaxEvents: 10, Interval: -1}})
 	require.NoError(t, err)
 	_, err = feed.Append(db, "audit", "e1")
+	require.NoError(t, err)
+	_, err = feed.Retain(context.Background()) // the retention's figures
 	require.NoError(t, err)
 	require.NoError(t, db.Flush())
 

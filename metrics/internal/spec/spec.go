@@ -40,13 +40,17 @@ type Metric struct {
 	Level      func(tipkv.LevelMetrics) float64
 	Queue      func(tipkv.QueueMetrics) float64
 	Collection func(tipkv.CollectionMetrics) float64
+	// FeedRetention is a figure of the retention of the streams under one
+	// prefix (a feed), labelled by the prefix.
+	FeedRetention func(tipkv.FeedRetentionMetrics) float64
 	// DB is a store-wide figure of tipkv's own (feeds, retention), which
 	// every engine has.
 	DB func(*tipkv.Metrics) float64
 }
 
 // Label is the name of the label (attribute) that tells the figure's
-// entries apart: "level", "queue", "collection", or "" for a store-wide
+// entries apart: "level", "queue", "collection", "streams" (the prefix of
+// the stream names a feed retention bounds), or "" for a store-wide
 // figure. (Per feed stream there are no figures: a feed may hold millions
 // of streams; tipkv.Metrics.Feeds has their total.)
 func (m Metric) Label() string {
@@ -57,6 +61,8 @@ func (m Metric) Label() string {
 		return "queue"
 	case m.Collection != nil:
 		return "collection"
+	case m.FeedRetention != nil:
+		return "streams"
 	}
 	return ""
 }
@@ -92,6 +98,12 @@ func (x Metric) Points(m *tipkv.Metrics) []Point {
 		out := make([]Point, 0, len(m.Collections))
 		for _, c := range m.Collections {
 			out = append(out, Point{c.Name, x.Collection(c)})
+		}
+		return out
+	case x.FeedRetention != nil:
+		out := make([]Point, 0, len(m.Feeds.Retentions))
+		for _, r := range m.Feeds.Retentions {
+			out = append(out, Point{r.Streams, x.FeedRetention(r)})
 		}
 		return out
 	case x.DB != nil:
@@ -257,6 +269,9 @@ var All = []Metric{
 	{Name: "tipkv.feed.appends", Prom: "tipkv_feed_appends_total", Unit: None, Kind: Counter,
 		Help: "Events appended to the DB's feeds by this process.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Feeds.Appends) }},
+	{Name: "tipkv.feed.stale_groups", Prom: "tipkv_feed_stale_groups", Unit: None, Kind: Gauge,
+		Help:          "Consumer groups the latest retention pass of the streams under a prefix found holding its trim back with an event unhandled past FeedRetention.StaleGroups.",
+		FeedRetention: func(r tipkv.FeedRetentionMetrics) float64 { return f(r.StaleGroups) }},
 
 	// Retention passes.
 	{Name: "tipkv.retention.feed_passes", Prom: "tipkv_retention_feed_passes_total", Unit: None, Kind: Counter,
@@ -277,4 +292,7 @@ var All = []Metric{
 	{Name: "tipkv.retention.documents_purged", Prom: "tipkv_retention_documents_purged_total", Unit: None, Kind: Counter,
 		Help: "Expired documents purged.",
 		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.DocumentsPurged) }},
+	{Name: "tipkv.retention.groups_dropped", Prom: "tipkv_retention_groups_dropped_total", Unit: None, Kind: Counter,
+		Help: "Stale consumer groups a feed retention pass dropped (FeedRetention.DropStaleGroups).",
+		DB:   func(m *tipkv.Metrics) float64 { return f(m.Retention.GroupsDropped) }},
 }

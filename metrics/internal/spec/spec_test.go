@@ -21,7 +21,7 @@ func TestSpec(t *testing.T) {
 		require.NotEmpty(t, m.Help, m.Name)
 
 		sources := 0
-		for _, set := range []bool{m.Store != nil, m.Level != nil, m.Queue != nil, m.Collection != nil, m.DB != nil} {
+		for _, set := range []bool{m.Store != nil, m.Level != nil, m.Queue != nil, m.Collection != nil, m.FeedRetention != nil, m.DB != nil} {
 			if set {
 				sources++
 			}
