@@ -20,6 +20,7 @@ const (
 	FamilyFeed        Family = 0x04 // 04 | stream | desc(position)
 	FamilyDeadLetters Family = 0x05 // 05 | queue | asc(seq)
 	FamilyFeedCursors Family = 0x06 // 06 | stream | group
+	FamilyFeedLeases  Family = 0x07 // 07 | stream | group | asc(epoch)
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped
@@ -55,6 +56,7 @@ var families = []Layout{
 	{Family: FamilyFeed, Name: "feed", Segments: []string{"stream"}, Number: "position", Desc: true},
 	{Family: FamilyDeadLetters, Name: "dead-letters", Segments: []string{"queue"}, Number: "seq"},
 	{Family: FamilyFeedCursors, Name: "feed-cursors", Segments: []string{"stream", "group"}},
+	{Family: FamilyFeedLeases, Name: "feed-leases", Segments: []string{"stream", "group"}, Number: "epoch"},
 }
 
 // segmentsBefore[b] is how many segments come before the trailing number

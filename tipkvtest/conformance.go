@@ -137,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"Documents", append(documentCases(), documentTTLCases()...)},
 		{"Feeds", append(feedCases(), feedRetentionCases()...)},
 		{"Follow", followCases()},
+		{"Members", memberCases()},
 		{"Queues", append(queueCases(), queueConcurrencyCases()...)},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},
