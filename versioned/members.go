@@ -307,11 +307,14 @@ type memberTx struct {
 // to to, and both commit or neither. The batch requires the member's
 // lease to be the group's at commit: if another member took the group
 // over, Advance (or the Update's commit, retried) fails with an error
-// matching ErrLeaseLost and the Update writes nothing. to below the
-// cursor is ErrConflict (the cursor is past it: the events were handled).
+// matching ErrLeaseLost and the Update writes nothing. to at or below
+// the cursor is ErrConflict: the events up to to were handled. That makes
+// an Update whose outcome was unknown (tipkv.ErrUnknownOutcome) safe to
+// send again: if the first landed, the second's Advance fails and it
+// writes nothing.
 //
-// It reads the store only after a write of the member failed: then the
-// lease and the cursor once.
+// It reads the store only after a write of the member failed (or had an
+// unknown outcome): then the lease and the cursor, once.
 func (m *Member[T]) Advance(w tipkv.Writer, to int64) error {
 	return link.Write(w, func(tx *link.Tx) error {
 		p := tx.State(m, func() any { return &memberTx{} }).(*memberTx)
@@ -337,8 +340,8 @@ func (m *Member[T]) Advance(w tipkv.Writer, to int64) error {
 				m.mu.Unlock()
 			})
 		}
-		if to < p.at {
-			return fmt.Errorf("%w: stream %q, group %q: member %q: the cursor is at %d, past %d", tipkv.ErrConflict, m.stream, m.group, m.name, p.at, to)
+		if to <= p.at {
+			return fmt.Errorf("%w: stream %q, group %q: member %q: the cursor is at %d already: the events up to %d were handled", tipkv.ErrConflict, m.stream, m.group, m.name, p.at, to)
 		}
 		if err := m.f.advanceIn(tx, m.stream, m.group, p.at, to); err != nil {
 			return fmt.Errorf("member %q: %w", m.name, err)
