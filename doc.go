@@ -42,6 +42,7 @@
 //	family 0x04  feed events   04 | stream | desc(pos)         event
 //	family 0x05  dead letters  05 | queue | asc(seq)           message
 //	family 0x06  feed cursors  06 | stream | group             asc(position)
+//	family 0x07  feed leases   07 | stream | group | asc(ep)   asc(deadline) member
 //
 // Version 1 of "alice" in collection "users":
 //

@@ -20,7 +20,9 @@
 // read as times; Newest and Between read them newest first; Since and
 // Follow read them oldest first for a consumer, never skipping an event
 // that commits later at a lower position; named cursors (Cursor, Advance,
-// Lag) keep each consumer group's position beside the data; Trim and
+// Lag) keep each consumer group's position beside the data, and members
+// (Join, Member) let several replicas share a group, one active at a time
+// under a lease fenced by an epoch (see Member); Trim and
 // TrimBefore drop old ones, never past a group's cursor, and
 // FeedOptions.Retention bounds streams by count and age with a background
 // trimmer (or Retain).
@@ -42,6 +44,7 @@
 //	version  01 | collection | id | desc(version)  -> header | encoded document
 //	event    04 | stream          | desc(position) -> encoded event
 //	cursor   06 | stream | group                   -> asc(position)
+//	lease    07 | stream | group | asc(epoch)      -> asc(deadline) | member
 //
 // For example version 3 of document "a" of collection "users":
 //
