@@ -42,7 +42,7 @@
 //	family 0x04  feed events   04 | stream | desc(pos)         event
 //	family 0x05  dead letters  05 | queue | asc(seq)           message
 //	family 0x06  feed cursors  06 | stream | group             asc(position)
-//	family 0x07  feed leases   07 | stream | group | asc(ep)   asc(deadline) member
+//	family 0x0A  feed leases   0A | stream | group | asc(ep)   asc(deadline) member
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -75,7 +75,12 @@
 // downgrade: upgrade every process that opens a store before the first one
 // writes it. Any change to what is stored (key layout, the comparer name
 // "tipkv.v1", value encoding, a new key family) comes with a new format
-// version. Values are decoded into your types as they are now; package
+// version, with one exception: a family that no older release reads, and
+// whose meaning needs nothing of an older release, is added within a
+// format. The consumer-group leases (0x0A) are one: an older release
+// leaves them alone and its check reports them as keys of an unknown
+// family, but its Feed.Advance does not heed them, so upgrade every
+// replica of a group before its members join. Values are decoded into your types as they are now; package
 // codec says what a change of a type's shape does.
 //
 // An upgrade never changes what a stored key or value reads as. Where a

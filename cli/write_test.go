@@ -25,14 +25,15 @@ func TestCompact(t *testing.T) {
 	require.Regexp(t, `^compacted .+ in \S+: [\d.]+ [KM]?i?B -> [\d.]+ [KM]?i?B on disk, 1 -> 0 tombstones in sstables\n$`, out.String())
 	progress := errOut.String()
 	require.Regexp(t, `^compacting .+: [\d.]+ [KM]?i?B on disk\n`, progress)
-	for i, name := range []string{"meta", "versions", "queue-items", "queue-state", "feed", "dead-letters", "feed-cursors", "feed-leases", "other"} {
-		require.Regexp(t, `(?m)^  `+string(rune('1'+i))+`/9 `+name+` +[\d.]+ [KM]?i?B  done in \S+$`, progress)
+	steps := []string{"meta", "versions", "queue-items", "queue-state", "feed", "dead-letters", "feed-cursors", "other", "feed-leases", "other"}
+	for i, name := range steps {
+		require.Regexp(t, fmt.Sprintf(`(?m)^  %d/%d `, i+1, len(steps))+name+` +[\d.]+ [KM]?i?B  done in \S+$`, progress)
 	}
 
 	m := jsonOf(t, cliOKStderr(t, "compact", "--json", dir))
 	require.Positive(t, m["disk_before"])
 	require.EqualValues(t, 0, m["tombstones_after"])
-	require.Len(t, m["steps"], 9)
+	require.Len(t, m["steps"], len(steps))
 
 	// The range tombstone and what it covered are gone; the store reads back.
 	st := jsonOf(t, cliOK(t, "stats", "--json", dir))

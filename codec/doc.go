@@ -12,7 +12,7 @@
 // tags: the family says what comes next).
 //
 //	family     1 byte: which family the key belongs to, and so what comes
-//	           next. See "Families" below: 0x00-0x07 are in use, 0x08-0xFE
+//	           next. See "Families" below: 0x00-0x06 and 0x0A are in use, 0x07-0x09 and 0x0B-0xFE
 //	           are reserved, 0xFF is never a family.
 //
 //	segment    a string or byte string, escaped and terminated:
@@ -56,8 +56,9 @@
 //	0x04  feed          04 | stream | desc(position)         a feed event
 //	0x05  dead-letters  05 | queue | asc(seq)                a dead letter and its header
 //	0x06  feed-cursors  06 | stream | group                  asc(position): a consumer group's cursor
-//	0x07  feed-leases   07 | stream | group | asc(epoch)     asc(deadline) member: the lease of a group's active member
-//	0x08-0xFE           reserved: future families take the next free byte
+//	0x07-0x09           reserved (the idempotency keys' families)
+//	0x0A  feed-leases   0A | stream | group | asc(epoch)     asc(deadline) member: the lease of a group's active member
+//	0x0B-0xFE           reserved: future families take the next free byte
 //	0xFF                never a family (see Keyspace)
 //
 // A family's byte is never reused, nor its layout changed: a new kind of
@@ -74,7 +75,7 @@
 //	feed "clicks" 1700000000000000000   04 636c69636b73 0001 68686301c9d5ffff
 //	dead-letters "jobs" 42              05 6a6f6273 0001 800000000000002a
 //	feed-cursors "clicks" "billing"     06 636c69636b73 0001 62696c6c696e67 0001
-//	feed-leases "clicks" "billing" 1    07 636c69636b73 0001 62696c6c696e67 0001 8000000000000001
+//	feed-leases "clicks" "billing" 1    0a 636c69636b73 0001 62696c6c696e67 0001 8000000000000001
 //
 // Families whose layout ends in a number have a prefix (everything before the
 // number) and an 8-byte suffix; [Split] finds the boundary, so that Pebble's

@@ -20,7 +20,7 @@ const (
 	FamilyFeed        Family = 0x04 // 04 | stream | desc(position)
 	FamilyDeadLetters Family = 0x05 // 05 | queue | asc(seq)
 	FamilyFeedCursors Family = 0x06 // 06 | stream | group
-	FamilyFeedLeases  Family = 0x07 // 07 | stream | group | asc(epoch)
+	FamilyFeedLeases  Family = 0x0A // 0A | stream | group | asc(epoch)
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped

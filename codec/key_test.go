@@ -120,7 +120,10 @@ func TestSplitFollowsTheTable(t *testing.T) {
 		require.Equal(t, prefix, codec.Split(k), "%s", l.Name)
 	}
 	require.Equal(t, 5, numbered, "versions, queue items, feed events, dead letters and feed leases end in a number")
-	for b := 0x08; b <= 0xff; b++ {
+	for b := 0x07; b <= 0xff; b++ {
+		if b == int(codec.FamilyFeedLeases) {
+			continue
+		}
 		k := codec.AppendAsc(codec.AppendString([]byte{byte(b)}, "x"), 1)
 		require.Equal(t, len(k), codec.Split(k), "reserved family 0x%02x", b)
 		_, ok := codec.Family(b).Layout()

@@ -44,7 +44,7 @@
 //	version  01 | collection | id | desc(version)  -> header | encoded document
 //	event    04 | stream          | desc(position) -> encoded event
 //	cursor   06 | stream | group                   -> asc(position)
-//	lease    07 | stream | group | asc(epoch)      -> asc(deadline) | member
+//	lease    0A | stream | group | asc(epoch)      -> asc(deadline) | member
 //
 // For example version 3 of document "a" of collection "users":
 //

@@ -11,13 +11,13 @@ import (
 
 // The lease of a consumer group (see members.go):
 //
-//	key    07 | stream | group | asc(epoch)     epoch >= 1
+//	key    0A | stream | group | asc(epoch)     epoch >= 1
 //	value  asc(deadline) | member               8 bytes, then 1 to MaxNameSize
 //
 // deadline is Unix nanoseconds, 0 for a lease its member left; member is
 // the holder's name, raw bytes to the end of the value.
 
-// leasePrefix returns 07 | stream | group: the prefix of the group's lease
+// leasePrefix returns 0A | stream | group: the prefix of the group's lease
 // keys.
 func leasePrefix(stream, group string) []byte {
 	return codec.AppendString(namePrefix(codec.FamilyFeedLeases, stream), group)

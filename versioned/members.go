@@ -20,7 +20,7 @@ import (
 //
 // The lease of a group lives in a key of its own beside the cursor,
 //
-//	lease  07 | stream | group | asc(epoch)  -> asc(deadline) | member
+//	lease  0A | stream | group | asc(epoch)  -> asc(deadline) | member
 //
 // where epoch is the fencing token: 1 for the first member that takes the
 // group, one more at every takeover, never reused while the key lives
@@ -83,7 +83,7 @@ type MemberOptions struct {
 type Member[T any] struct {
 	f                   *Feed[T]
 	stream, group, name string
-	prefix              []byte // 07 | stream | group
+	prefix              []byte // 0A | stream | group
 	lease, every        time.Duration
 	clock               func() time.Time
 	skew                time.Duration

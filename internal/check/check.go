@@ -309,7 +309,7 @@ func (ck *checker) feedCursor(k []byte, stream string, rest, v []byte) {
 }
 
 // feedLease checks the lease of a consumer group's member (versioned's
-// leases.go): 07 | stream | group | asc(epoch) -> asc(deadline) | member,
+// leases.go): 0A | stream | group | asc(epoch) -> asc(deadline) | member,
 // epoch >= 1, deadline >= 0, a member name of 1 to 256 bytes, and one
 // lease key per group (a takeover deletes the old epoch's key in the
 // batch that writes the new one).

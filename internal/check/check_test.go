@@ -20,9 +20,9 @@ func vkey(coll, id string, v int64) []byte {
 	return codec.AppendDesc(codec.AppendString(codec.AppendString([]byte{0x01}, coll), id), v)
 }
 
-// lkey is the key of a consumer group's lease (family 0x07).
+// lkey is the key of a consumer group's lease (family 0x0A).
 func lkey(stream, group string, epoch int64) []byte {
-	return codec.AppendAsc(codec.AppendString(codec.AppendString([]byte{0x07}, stream), group), epoch)
+	return codec.AppendAsc(codec.AppendString(codec.AppendString([]byte{0x0a}, stream), group), epoch)
 }
 
 func qkey(fam byte, q string, seq int64) []byte {
@@ -135,8 +135,12 @@ func TestRanges(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	var want []string
+	next := codec.FamilyMeta
 	for _, l := range codec.Families() {
-		want = append(want, l.Name)
+		if l.Family != next {
+			want = append(want, "other") // reserved families between
+		}
+		want, next = append(want, l.Name), l.Family+1
 	}
 	require.Equal(t, append(want, "other"), names)
 }
