@@ -80,6 +80,8 @@ type MemberOptions struct {
 // A Member is safe for concurrent use by many goroutines, but its Advances
 // move one cursor: run them from one goroutine (the one Follow yields to).
 // Feed.Advance on the same group bypasses the lease: do not mix the two.
+// DropGroup drops the group's cursor, not its lease (one small key, which
+// keeps the epoch growing if the group is used again).
 type Member[T any] struct {
 	f                   *Feed[T]
 	stream, group, name string
