@@ -314,11 +314,15 @@ func testMembersModel(t *testing.T, b backend) {
 				to = ps[rng.IntN(3)]
 			}
 			err := lm.m.Advance(lm.db, to)
-			if lm.epoch != 0 && lm.epoch == epoch {
+			switch {
+			case lm.epoch == 0 || lm.epoch != epoch:
+				require.ErrorIs(t, err, tipkv.ErrLeaseLost, where)
+			case to <= cursor:
+				require.ErrorIs(t, err, tipkv.ErrConflict, "%s: to %d at the cursor %d", where, to, cursor)
+				require.NotErrorIs(t, err, tipkv.ErrLeaseLost, where)
+			default:
 				require.NoError(t, err, where)
 				cursor = to
-			} else {
-				require.ErrorIs(t, err, tipkv.ErrLeaseLost, where)
 			}
 		case 4: // leave
 			require.NoError(t, lm.m.Leave(), where)

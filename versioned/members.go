@@ -310,7 +310,8 @@ type memberTx struct {
 // lease to be the group's at commit: if another member took the group
 // over, Advance (or the Update's commit, retried) fails with an error
 // matching ErrLeaseLost and the Update writes nothing. to at or below
-// the cursor is ErrConflict: the events up to to were handled. That makes
+// the cursor is ErrConflict (ErrLeaseLost if another member holds the
+// group): the events up to to were handled. That makes
 // an Update whose outcome was unknown (tipkv.ErrUnknownOutcome) safe to
 // send again: if the first landed, the second's Advance fails and it
 // writes nothing.
@@ -342,11 +343,21 @@ func (m *Member[T]) Advance(w tipkv.Writer, to int64) error {
 				m.mu.Unlock()
 			})
 		}
+		var err error
 		if to <= p.at {
-			return fmt.Errorf("%w: stream %q, group %q: member %q: the cursor is at %d already: the events up to %d were handled", tipkv.ErrConflict, m.stream, m.group, m.name, p.at, to)
+			err = fmt.Errorf("%w: stream %q, group %q: member %q: the cursor is at %d already: the events up to %d were handled", tipkv.ErrConflict, m.stream, m.group, m.name, p.at, to)
+		} else if err = m.f.advanceIn(tx, m.stream, m.group, p.at, to); err != nil {
+			err = fmt.Errorf("member %q: %w", m.name, err)
 		}
-		if err := m.f.advanceIn(tx, m.stream, m.group, p.at, to); err != nil {
-			return fmt.Errorf("member %q: %w", m.name, err)
+		if errors.Is(err, tipkv.ErrConflict) {
+			// The cursor is not where the member left it: if another
+			// member took the group over, say so.
+			if lost := m.held(p.epoch); lost != nil {
+				return lost
+			}
+		}
+		if err != nil {
+			return err
 		}
 		p.at = to
 		return nil
@@ -382,6 +393,20 @@ func (m *Member[T]) begin() (epoch, cursor int64, err error) {
 	}
 	m.mu.Unlock()
 	return epoch, cursor, nil
+}
+
+// held reads the group's lease and returns nil if it is still the
+// member's of epoch, else (or if the read fails) the error to return.
+func (m *Member[T]) held(epoch int64) error {
+	l, found, err := readLease(m.f.store, m.prefix)
+	if err != nil {
+		return fmt.Errorf("stream %q, group %q: member %q: %w", m.stream, m.group, m.name, err)
+	}
+	if !found || l.epoch != epoch || l.member != m.name {
+		m.lose(epoch)
+		return m.lostErr("advance")
+	}
+	return nil
 }
 
 // lose forgets the lease of epoch, if the member still thinks it holds it.
