@@ -65,6 +65,11 @@ type compatStream struct {
 		Decoded  map[string]any `json:"decoded,omitempty"`
 	} `json:"events"`
 	Cursors map[string]int64 `json:"cursors,omitempty"`
+	Leases  map[string]struct {
+		Member   string `json:"member"`
+		Epoch    int64  `json:"epoch"`
+		Deadline string `json:"deadline,omitempty"`
+	} `json:"leases,omitempty"`
 }
 
 type compatQueue struct {
@@ -259,6 +264,15 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 			n, err := raw.Cursor(s.Name, g)
 			require.NoError(t, err, where)
 			require.Equal(t, pos, n, "%s: cursor of group %q", where, g)
+		}
+		for g, l := range s.Leases {
+			h, err := raw.Holder(s.Name, g)
+			require.NoError(t, err, where)
+			deadline := ""
+			if !h.Deadline.IsZero() {
+				deadline = h.Deadline.Format(time.RFC3339Nano)
+			}
+			require.Equal(t, []any{l.Member, l.Epoch, l.Deadline}, []any{h.Member, h.Epoch, deadline}, "%s: lease of group %q", where, g)
 		}
 	}
 	for _, q := range m.Queues {

@@ -45,6 +45,7 @@
 //	family 0x07  once          07 | space | name | key         idempotency key: result, hash, scope
 //	family 0x08  once due      08 | due | space | name | key   01 (windowed keys, by their end)
 //	family 0x09  once seqs     09 | queue | asc(seq)           key (until-done keys, by message)
+//	family 0x0A  feed leases   0A | stream | group | asc(ep)   asc(deadline) member
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -77,12 +78,15 @@
 // downgrade: upgrade every process that opens a store before the first one
 // writes it. Any change to what is stored (key layout, the comparer name
 // "tipkv.v1", value encoding, a new key family) comes with a new format
-// version, with one exception: a family that no older release reads and
-// whose meaning needs nothing of an older release (the idempotency
-// families 0x07-0x09, whose keys end by being read, not by other writes)
-// is added within a format; an older release then works on the store as
-// before, leaves those keys alone, and its check reports them as keys
-// of an unknown family. Values are decoded into your types as they are now; package
+// version, with one exception: a family that no older release reads, and
+// whose meaning needs nothing of an older release, is added within a
+// format; an older release then works on the store as before, leaves
+// those keys alone, and its check reports them as keys of an unknown
+// family. The idempotency families 0x07-0x09 (whose keys end by being
+// read, not by other writes) and the consumer-group leases 0x0A are such
+// families; an older release's Feed.Advance does not heed leases, so
+// upgrade every replica of a group before its members join. Values are
+// decoded into your types as they are now; package
 // codec says what a change of a type's shape does.
 //
 // An upgrade never changes what a stored key or value reads as. Where a

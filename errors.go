@@ -23,6 +23,14 @@ var (
 	// engine when its conditions kept failing after every retry.
 	ErrConflict = link.ErrConflict
 
+	// ErrLeaseLost is returned by a write that depends on a lease another
+	// holder took over since: a queue's Ack, Release, Retry or Extend of a
+	// message delivered again (queue.ErrLeaseLost is this error), and a
+	// consumer-group member's Advance or Renew after another member of the
+	// group took the group over (versioned.Member). Nothing is written.
+	// It matches ErrConflict.
+	ErrLeaseLost = fmt.Errorf("%w: lease lost", ErrConflict)
+
 	// ErrConditionFailed is what a commit-time condition that did not hold
 	// returns on a shared engine: another process changed what the Update
 	// read. DB.Update retries it; after its last try the error matches

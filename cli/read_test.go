@@ -194,7 +194,7 @@ func TestStats(t *testing.T) {
 	require.EqualValues(t, 16, m["keys"])
 	require.EqualValues(t, 0, m["bad_keys"])
 	require.Positive(t, m["disk_usage"])
-	require.Len(t, m["families"], 10)
+	require.Len(t, m["families"], 11)
 	require.Equal(t, []any{
 		map[string]any{"collection": "orders", "documents": 1.0, "versions": 1.0},
 		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},

@@ -85,6 +85,14 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 		}
 		pos, _, _ := codec.DecodeAsc(v)
 		r.header, r.headerOnly = object{{"position", pos}}, true
+	case codec.FamilyFeedLeases:
+		// asc(deadline) | member: versioned's leases.go.
+		if len(v) <= codec.NumberSize {
+			r.bad = fmt.Sprintf("lease of %d bytes, want %d and a member name", len(v), codec.NumberSize)
+			return r
+		}
+		d, _, _ := codec.DecodeAsc(v)
+		r.header, r.headerOnly = object{{"member", string(v[codec.NumberSize:])}, {"deadline", unixTime(d)}}, true
 	case codec.FamilyVersions:
 		ver := fm.Parse(v)
 		if ver.Time != 0 {

@@ -23,6 +23,7 @@ const (
 	FamilyOnce        Family = 0x07 // 07 | space | name | key
 	FamilyOnceDue     Family = 0x08 // 08 | due | space | name | key
 	FamilyOnceSeqs    Family = 0x09 // 09 | queue | asc(seq)
+	FamilyFeedLeases  Family = 0x0A // 0A | stream | group | asc(epoch)
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped
@@ -65,6 +66,7 @@ var families = []Layout{
 	{Family: FamilyOnce, Name: "once", Segments: []string{"space", "name", "key"}},
 	{Family: FamilyOnceDue, Name: "once-due", Segments: []string{"due", "space", "name", "key"}},
 	{Family: FamilyOnceSeqs, Name: "once-seqs", Segments: []string{"queue"}, Number: "seq"},
+	{Family: FamilyFeedLeases, Name: "feed-leases", Segments: []string{"stream", "group"}, Number: "epoch"},
 }
 
 // segmentsBefore[b] is how many segments come before the trailing number

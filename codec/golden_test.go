@@ -85,6 +85,9 @@ func encodeGolden(t *testing.T, lhs string) []byte {
 	case "feedcursor":
 		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), args[0])
 		return codec.AppendString(k, args[1])
+	case "feedlease":
+		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedLeases), args[0])
+		return codec.AppendAsc(codec.AppendString(k, args[1]), atoi(t, args[2]))
 	case "family":
 		return goldenFamily(t, args)
 	case "keyspace":

@@ -1,10 +1,6 @@
 package queue
 
-import (
-	"fmt"
-
-	"github.com/tipkv/tipkv"
-)
+import "github.com/tipkv/tipkv"
 
 // ErrLeaseLost is returned by Ack, Release, Retry and Extend when an ID no
 // longer names the message's current delivery: the message was
@@ -12,5 +8,6 @@ import (
 // lease ended (on a shared engine, by any process, ClockSkew after the
 // end), the ID comes from another process, or the DB was reopened since.
 // Nothing is changed. The message may be (or have been) delivered to
-// another consumer. It matches tipkv.ErrConflict.
-var ErrLeaseLost = fmt.Errorf("%w: lease lost", tipkv.ErrConflict)
+// another consumer. It is tipkv.ErrLeaseLost, and matches
+// tipkv.ErrConflict.
+var ErrLeaseLost = tipkv.ErrLeaseLost

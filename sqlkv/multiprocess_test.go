@@ -116,3 +116,39 @@ func TestMultiProcessChild(t *testing.T) {
 		return db, nil
 	})
 }
+
+// Consumer-group members in several processes on one table: two member
+// processes (versioned.Member) of one group project the producers' feed,
+// one at a time, each event and the group's cursor in one Update, while
+// producers and a consumer run. The test SIGKILLs the active member in
+// the middle of its Update, waits until the other one, the standby,
+// projects (it took the group over once the lease and the ClockSkew
+// passed), and starts the killed one again, three times. proctest checks
+// that the projection holds every event up to the cursor exactly once, in
+// order, whatever member projected it (see proctest.Rig.WaitProjected).
+func TestMembersKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs child processes for about 20 s")
+	}
+	table := newTable(t)
+	openStore(t, sqlkv.Config{Table: table}) // makes the table
+	rig := proctest.Start(t, proctest.Config{
+		Child:     "TestMultiProcessChild",
+		Env:       []string{mpDSNEnv + "=" + dsn(t), mpTableEnv + "=" + table},
+		Producers: 1, Consumers: 1, Members: 2,
+		Lease: time.Second,
+	})
+	active := rig.WaitProjected(t, 20, "at the start")
+	for range 3 {
+		rig.Kill(t, active)
+		next := rig.WaitProjected(t, 20, "after "+active+" was killed")
+		require.NotEqual(t, active, next, "the standby took over")
+		rig.Restart(t, active)
+		active = next
+	}
+	rig.Stop(t)
+	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(t), Table: table}, &tipkv.Options{Clock: proctest.LaterClock})
+	require.NoError(t, err)
+	defer db.Close()
+	rig.Check(t, db)
+}

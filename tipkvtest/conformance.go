@@ -141,6 +141,7 @@ func Run(t *testing.T, h Harness) {
 		{"Feeds", append(feedCases(), feedRetentionCases()...)},
 		{"Follow", followCases()},
 		{"Groups", groupCases()},
+		{"Members", memberCases()},
 		{"Queues", append(queueCases(), queueConcurrencyCases()...)},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},

@@ -21,8 +21,10 @@
 // Follow read them oldest first for a consumer, never skipping an event
 // that commits later at a lower position; named cursors (Cursor, Advance,
 // Lag) keep each consumer group's position beside the data, and Groups,
-// AllGroups and Backlog list the groups with what each has pending; Trim
-// and TrimBefore drop old ones, never past a group's cursor, and
+// AllGroups and Backlog list the groups with what each has pending;
+// members (Join, Member) let several replicas share a group, one active at
+// a time under a lease fenced by an epoch (see Member); Trim and
+// TrimBefore drop old ones, never past a group's cursor, and
 // FeedOptions.Retention bounds streams by count and age with a background
 // trimmer (or Retain), which warns about (and on request drops) stale
 // groups that hold it back.
@@ -44,6 +46,7 @@
 //	version  01 | collection | id | desc(version)  -> header | encoded document
 //	event    04 | stream          | desc(position) -> encoded event
 //	cursor   06 | stream | group                   -> asc(position)
+//	lease    0A | stream | group | asc(epoch)      -> asc(deadline) | member
 //
 // For example version 3 of document "a" of collection "users":
 //

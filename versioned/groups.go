@@ -97,18 +97,21 @@ func (f *Feed[T]) Advance(w tipkv.Writer, stream, group string, from, to int64) 
 	if from < 0 || to < from {
 		return fmt.Errorf("%w: stream %q, group %q: Advance from %d to %d", tipkv.ErrInvalid, stream, group, from, to)
 	}
+	return link.Write(w, func(tx *link.Tx) error { return f.advanceIn(tx, stream, group, from, to) })
+}
+
+// advanceIn is Advance on tx, its arguments checked.
+func (f *Feed[T]) advanceIn(tx *link.Tx, stream, group string, from, to int64) error {
 	key := groupKey(stream, group)
-	return link.Write(w, func(tx *link.Tx) error {
-		d, err := f.lockCursor(tx, key)
-		if err != nil {
-			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
-		}
-		if err := f.expectCursor(tx, key, d, from); err != nil {
-			return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
-		}
-		d.latest, d.latestKnown = to, true
-		return tx.Batch.Set(key, codec.AppendAsc(nil, to))
-	})
+	d, err := f.lockCursor(tx, key)
+	if err != nil {
+		return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+	}
+	if err := f.expectCursor(tx, key, d, from); err != nil {
+		return fmt.Errorf("stream %q, group %q: %w", stream, group, err)
+	}
+	d.latest, d.latestKnown = to, true
+	return tx.Batch.Set(key, codec.AppendAsc(nil, to))
 }
 
 // DropGroup deletes the cursor of group on stream, as part of w: the

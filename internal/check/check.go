@@ -126,6 +126,7 @@ type checker struct {
 	heads       map[string]int64 // queue name -> stored head
 	counts      map[string]queuefmt.State
 	dead        []deadLetter
+	prevLease   []byte // the prefix (stream, group) of the last lease key
 }
 
 // Store checks the store r reads.
@@ -240,6 +241,8 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		ck.feedCursor(k, name, rest, v)
 	case codec.FamilyOnce, codec.FamilyOnceDue, codec.FamilyOnceSeqs:
 		ck.onceKey(l.Family, k, name, rest, v)
+	case codec.FamilyFeedLeases:
+		ck.feedLease(k, name, rest, v)
 	case codec.FamilyQueueState:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the queue name", len(rest))
@@ -338,6 +341,37 @@ func (ck *checker) onceKey(f codec.Family, k []byte, first string, rest, v []byt
 		}
 	case codec.FamilyOnceSeqs:
 		ck.numbered(k, first, rest, "sequence number", true)
+	}
+}
+
+// feedLease checks the lease of a consumer group's member (versioned's
+// leases.go): 0A | stream | group | asc(epoch) -> asc(deadline) | member,
+// epoch >= 1, deadline >= 0, a member name of 1 to 256 bytes, and one
+// lease key per group (a takeover deletes the old epoch's key in the
+// batch that writes the new one).
+func (ck *checker) feedLease(k []byte, stream string, rest, v []byte) {
+	group, tail, err := codec.DecodeString(rest)
+	if err != nil {
+		ck.add("key", k, "bad group segment: %v", err)
+		return
+	}
+	if group == "" {
+		ck.add("key", k, "empty group name")
+	}
+	if _, ok := ck.numbered(k, stream, tail, "epoch", true); !ok {
+		return
+	}
+	prefix := k[:len(k)-codec.NumberSize]
+	if bytes.Equal(prefix, ck.prevLease) {
+		ck.add("key", k, "a second lease key of stream %q, group %q", stream, group)
+	}
+	ck.prevLease = append(ck.prevLease[:0], prefix...)
+	if len(v) <= codec.NumberSize || len(v) > codec.NumberSize+256 {
+		ck.add("value", k, "lease of %d bytes, want %d and a member name of 1 to 256", len(v), codec.NumberSize)
+		return
+	}
+	if d, _, _ := codec.DecodeAsc(v); d < 0 {
+		ck.add("value", k, "lease deadline %d", d)
 	}
 }
 

@@ -20,6 +20,11 @@ func vkey(coll, id string, v int64) []byte {
 	return codec.AppendDesc(codec.AppendString(codec.AppendString([]byte{0x01}, coll), id), v)
 }
 
+// lkey is the key of a consumer group's lease (family 0x0A).
+func lkey(stream, group string, epoch int64) []byte {
+	return codec.AppendAsc(codec.AppendString(codec.AppendString([]byte{0x0a}, stream), group), epoch)
+}
+
 func qkey(fam byte, q string, seq int64) []byte {
 	return codec.AppendAsc(codec.AppendString([]byte{fam}, q), seq)
 }
@@ -90,6 +95,9 @@ func TestProblems(t *testing.T) {
 		{"metadata that does not decode", [][]byte{vkey("c", "a", 2), append(docfmt.AppendVersion(nil, 5, false, 0, []byte{0x01, 0x09}), 0xc0)}, "value", "its metadata does not decode"},
 		{"message metadata that does not decode", [][]byte{qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Meta: []byte{0x01, 0x09}}), 0xc0)}, "value", "queue message metadata"},
 		{"a truncated version header", [][]byte{vkey("c", "a", 2), {0xc1, 0x10, 0, 0, 0}}, "value", "no version header"},
+		{"a lease of epoch 0", [][]byte{lkey("s", "g", 0), append(codec.AppendAsc(nil, 5), 'm')}, "key", "epoch 0 is below 1"},
+		{"a lease with no member", [][]byte{lkey("s", "g", 1), codec.AppendAsc(nil, 5)}, "value", "lease of 8 bytes"},
+		{"two leases of one group", [][]byte{lkey("s", "g", 1), append(codec.AppendAsc(nil, 5), 'm'), lkey("s", "g", 2), append(codec.AppendAsc(nil, 5), 'n')}, "key", "a second lease key"},
 		{"an unfinished upgrade", [][]byte{codec.AppendString([]byte{0x00}, "upgrade"), []byte("2 01")}, "format", "upgrade of the store's format is unfinished"},
 	}
 	for _, c := range cases {
@@ -128,8 +136,12 @@ func TestRanges(t *testing.T) {
 		names = append(names, r.Name)
 	}
 	var want []string
+	next := codec.FamilyMeta
 	for _, l := range codec.Families() {
-		want = append(want, l.Name)
+		if l.Family != next {
+			want = append(want, "other") // reserved families between
+		}
+		want, next = append(want, l.Name), l.Family+1
 	}
 	require.Equal(t, append(want, "other"), names)
 }

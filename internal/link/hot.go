@@ -122,6 +122,8 @@ func describeKey(k []byte) string {
 		return name("queue", 1)
 	case codec.FamilyFeedCursors:
 		return name("stream cursor", 2)
+	case codec.FamilyFeedLeases:
+		return name("stream group lease", 2)
 	}
 	return fmt.Sprintf("key %x", k)
 }

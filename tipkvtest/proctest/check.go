@@ -110,6 +110,9 @@ func (r *Rig) Check(t *testing.T, db *tipkv.DB) {
 		return nil
 	})
 	check(t, r.log.all(), st, r.cfg.PerBatch, r.cfg.Lease)
+	if len(r.members) > 0 {
+		checkMembers(t, r.log.all(), feed, st.events, retry)
+	}
 	tipkvtest.Healthy(t, db)
 }
 

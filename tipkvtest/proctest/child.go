@@ -68,7 +68,7 @@ func (r *reporter) printf(format string, args ...any) {
 // again while open fails, as an engine that is recovering makes it: it
 // gives up when the parent stops the child), runs the child's role on it
 // until the parent stops it, and closes the DB. role is the child's,
-// producer-<i> or consumer-<i>, the same for every incarnation: an
+// producer-<i>, consumer-<i> or member-<i>, the same for every incarnation: an
 // engine may name its connections after it, to find them for its faults.
 func Child(t *testing.T, open func(ctx context.Context, role string) (*tipkv.DB, error)) {
 	raw := os.Getenv(childEnv)
@@ -102,9 +102,12 @@ func Child(t *testing.T, open func(ctx context.Context, role string) (*tipkv.DB,
 		t.Fatal(err)
 	}
 	w.out.printf("UP %s", w.self)
-	if strings.HasPrefix(sp.Role, "producer") {
+	switch {
+	case strings.HasPrefix(sp.Role, "producer"):
 		w.produce(ctx)
-	} else {
+	case strings.HasPrefix(sp.Role, "member"):
+		w.member(ctx)
+	default:
 		w.consume(ctx)
 	}
 	w.out.printf("DONE %s", w.self)

@@ -97,7 +97,14 @@ type Config struct {
 	// default is 10.
 	PerBatch int
 
-	// Lease is the consumers' lease. The default is 2 seconds.
+	// Members is how many children (member-<i>) are members of one
+	// consumer group of the producers' feed (versioned.Member): one at a
+	// time projects the feed, the others stand by; see WaitProjected. The
+	// default is 0: the workload has no members.
+	Members int
+
+	// Lease is the consumers' lease, and the members' lease on their
+	// group. The default is 2 seconds.
 	Lease time.Duration
 
 	// ReceiveMax is the most messages a consumer receives at once. The
@@ -158,6 +165,7 @@ func LaterClock() time.Time { return time.Now().Add(time.Hour) }
 type Rig struct {
 	cfg      Config
 	roles    []string
+	members  []string // member-<i>: not in roles, since standbys make no progress
 	log      *reports
 	mu       sync.Mutex
 	children map[string]*child
@@ -179,6 +187,9 @@ func Start(t *testing.T, cfg Config) *Rig {
 	for i := range cfg.Consumers {
 		r.roles = append(r.roles, fmt.Sprintf("consumer-%d", i))
 	}
+	for i := range cfg.Members {
+		r.members = append(r.members, fmt.Sprintf("member-%d", i))
+	}
 	t.Cleanup(func() { // a failed test leaves no child behind
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -186,7 +197,7 @@ func Start(t *testing.T, cfg Config) *Rig {
 			c.kill()
 		}
 	})
-	for _, role := range r.roles {
+	for _, role := range append(r.Roles(), r.members...) {
 		r.Restart(t, role)
 	}
 	return r
@@ -276,6 +287,8 @@ func (r *Rig) Stop(t testing.TB) {
 	for _, c := range children {
 		_ = c.stdin.Close()
 	}
+	// A member's Follow leaves the group as it ends: its standby may take
+	// over and write more while the others stop, which Check allows.
 	for _, c := range children {
 		<-c.read
 		if err := c.cmd.Wait(); err != nil {

@@ -19,6 +19,8 @@ type reports struct {
 	byRole  map[string]int    // acknowledged writes by role
 	nacked  int               // messages acknowledged by consumers
 	last    map[string]string // the first word of each reporter's last line
+	nproj   int               // events projected by members
+	projBy  string            // the role of the member that projected last
 }
 
 func newReports() *reports {
@@ -42,6 +44,10 @@ func (r *reports) add(line string) {
 			n, _ := strconv.Atoi(f[1])
 			r.nacked += n
 		}
+	}
+	if len(f) > 0 && f[0] == "PROJ-OK" {
+		r.nproj++
+		r.projBy, _, _ = strings.Cut(f[len(f)-1], ".")
 	}
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -106,7 +112,7 @@ func (r *reports) tail(n int) []string {
 func (r *reports) inFlight(self string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.last[self] == "PUTTING" || r.last[self] == "RECV"
+	return r.last[self] == "PUTTING" || r.last[self] == "RECV" || r.last[self] == "PROJECTING"
 }
 
 // waitWrites waits for n acknowledged writes and returns when the n-th
