@@ -17,7 +17,7 @@ import (
 func foreignStore(t *testing.T) string {
 	return writeStore(t, func(db *tipkv.DB) {
 		set(t, db,
-			[]byte{0x0a, 'x'}, []byte{0xde, 0xad},
+			[]byte{0x0b, 'x'}, []byte{0xde, 0xad},
 			[]byte{0x01, 'c', 0x00}, []byte("v"), // a segment without terminator
 			vkey("c", "d", 1), []byte("not msgpack"),
 			vkey("c", "\xff", 1), mp(t, []byte{1, 2, 3}),

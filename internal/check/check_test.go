@@ -82,7 +82,7 @@ func TestProblems(t *testing.T) {
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
 		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
-		{"an unknown family", [][]byte{{0x0a, 0x01}, {0x01}}, "key", "unknown family 0x0a"},
+		{"an unknown family", [][]byte{{0x0b, 0x01}, {0x01}}, "key", "unknown family 0x0b"},
 		{"the last reserved family", [][]byte{{0xfe}, {0x01}}, "key", "unknown family 0xfe"},
 		{"family 0xff, never one", [][]byte{append(bytes.Repeat([]byte{0xff}, 63), 0x01), {0x01}}, "key", "unknown family 0xff"},
 		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad collection segment"},
