@@ -123,6 +123,7 @@ func testWatchConcurrentPuts(t *testing.T, b backend) {
 			for j := range n {
 				if _, err := wr.c.Put(wr.w, "w", person{Name: fmt.Sprintf("%d-%d", i, j)}); err != nil {
 					t.Error(err)
+					cancel() // the watch waits for every version: end it
 					return
 				}
 			}
