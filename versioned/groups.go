@@ -265,39 +265,12 @@ func (f *Feed[T]) Groups(stream string) iter.Seq2[Group, error] {
 // scanCursors calls fn with the group and cursor of each of stream's
 // cursors, in key order, until fn returns false. Its error is for the
 // caller to yield.
-func scanCursors(r engine.Reader, stream string, fn func(group string, pos int64) bool) (err error) {
+func scanCursors(r engine.Reader, stream string, fn func(group string, pos int64) bool) error {
 	lo := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedCursors), stream)
-	it, err := newIter(r, lo, codec.PrefixEnd(lo), 0)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		group, rest, err := codec.DecodeString(k[len(lo):])
-		if err == nil && len(rest) != 0 {
-			err = fmt.Errorf("%w: %d bytes after the group name", codec.ErrCorrupt, len(rest))
-		}
-		if err != nil {
-			return fmt.Errorf("cursor key %x: %w", k, err)
-		}
-		v, err := it.Value()
-		if err != nil {
-			return err
-		}
-		n, err := decodeCursor(k, v)
-		if err != nil {
-			return err
-		}
-		if !fn(group, n) {
-			return nil
-		}
-	}
-	return it.Error()
+	return scanCursorKeys(r, lo, func(k []byte) (Group, error) {
+		name, err := decodeGroupName(k[len(lo):])
+		return Group{Stream: stream, Name: name}, err
+	}, func(g Group) bool { return fn(g.Name, g.Position) })
 }
 
 // slowestCursor returns the least cursor of stream's groups,
