@@ -36,3 +36,21 @@ type Locker interface {
 func LockPrefix(key []byte) []byte {
 	return bytes.Clone(key[:codec.Split(key)])
 }
+
+// LockHolding is implemented by the batches of an engine that is a
+// Locker, so that writers which have not collided yet give way to a lock's
+// holder instead of overtaking it. Without it, a holder reads and commits
+// in turn only among the writers that asked for the lock; a writer that
+// starts lock-free can read the same version and commit first, as often
+// as it likes, and the holder fails again.
+//
+// Hold tells the batch, before Apply, which prefixes its writer holds
+// locks on (LockPrefix form; none is an empty list). Apply then fails, as
+// a *ConditionError naming the condition's key, when a condition is on a
+// key whose prefix is not among them and another caller of Lock holds or
+// waits for that prefix's lock: the writer asks for the lock and queues
+// behind the holder. The check is made in the commit itself, so it costs
+// no round trip. A batch never told Hold checks nothing more.
+type LockHolding interface {
+	Hold(prefixes [][]byte)
+}
