@@ -32,6 +32,7 @@ type batch struct {
 	size   int
 	err    error // a write or condition was refused: the whole batch is
 	closed bool
+	held   [][]byte // the writer's prefix locks (Hold); nil: not told
 }
 
 // room refuses an addition that would take the batch over its limits.
@@ -117,13 +118,21 @@ func (b *batch) Apply(bool) error {
 	if len(b.ops) == 0 && len(b.conds) == 0 {
 		return nil
 	}
-	return b.s.apply(b.s.plan(b.ops, b.conds))
+	return b.s.apply(b.s.plan(b.ops, b.conds, b.held))
 }
 
 func (b *batch) Wait() error { return nil }
 
+// Hold implements engine.LockHolding: Apply gives way (fails the
+// condition) when a condition's key is under a prefix whose writer lock
+// (Lock) another caller holds or waits for and the batch's writer does not
+// hold. See plan's giveWay.
+func (b *batch) Hold(prefixes [][]byte) {
+	b.held = append(make([][]byte, 0, len(prefixes)), prefixes...)
+}
+
 func (b *batch) Close() error {
 	b.closed = true
-	b.ops, b.conds = nil, nil
+	b.ops, b.conds, b.held = nil, nil, nil
 	return nil
 }

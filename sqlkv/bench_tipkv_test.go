@@ -2,6 +2,7 @@ package sqlkv_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sync"
@@ -431,4 +432,91 @@ func BenchmarkTipkvWait(b *testing.B) {
 		}
 		return (<-got).Sub(start)
 	})
+}
+
+// op=hot-document: 3 handles (as 3 processes) x 8 goroutines each Put one
+// document, one Put per writer per round; a round's time over its 24
+// writes is one op. Writers that collide queue on the document's lock
+// (engine.Locker) and writers that have not collided give way to it
+// (engine.LockHolding). Raw: 24 connections each making the same guarded
+// insert of the next version by hand, the latest row locked FOR UPDATE
+// first, so the row lock orders them (pessimistic, nothing to retry).
+func BenchmarkTipkvHotDocument(b *testing.B) {
+	const procs, writers = 3, 8
+	cfg := sqlkv.Config{DSN: dsn(b), Table: newTable(b)}
+	var docs []*versioned.Collection[benchDoc]
+	var dbs []*tipkv.DB
+	for range procs {
+		db, err := sqlkv.Open(context.Background(), cfg, &tipkv.Options{NoSync: true})
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = db.Close() })
+		c, err := versioned.NewCollection[benchDoc](db, "docs", nil)
+		require.NoError(b, err)
+		docs, dbs = append(docs, c), append(dbs, db)
+	}
+	ctx := context.Background()
+	raw := pgx.Identifier{newTable(b)}.Sanitize()
+	var conns []*pgx.Conn
+	for range procs * writers {
+		conn, err := pgx.Connect(ctx, dsn(b))
+		require.NoError(b, err)
+		b.Cleanup(func() { conn.Close(ctx) })
+		conns = append(conns, conn)
+	}
+	_, err := conns[0].Exec(ctx, `CREATE TABLE `+raw+` (k bytea PRIMARY KEY, v bytea)`)
+	require.NoError(b, err)
+	_, err = conns[0].Exec(ctx, `INSERT INTO `+raw+` VALUES ($1, $2)`, []byte("latest"), []byte{0, 0, 0, 0, 0, 0, 0, 0})
+	require.NoError(b, err)
+	val := []byte(`{"name":"a document","n":1}`)
+
+	round := func(write func(w int) error) time.Duration {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make(chan error, procs*writers)
+		for w := range procs * writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := write(w); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		return time.Since(start) / (procs * writers)
+	}
+	pairedTimes(b, func(i int) time.Duration {
+		return round(func(w int) error {
+			_, err := docs[w%procs].Put(dbs[w%procs], "hot", benchDoc{Name: "a", N: i})
+			return err
+		})
+	}, func(int) time.Duration {
+		return round(func(w int) error {
+			tx, err := conns[w].BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback(ctx)
+			var latest []byte
+			if err := tx.QueryRow(ctx, `SELECT v FROM `+raw+` WHERE k = 'latest' FOR UPDATE`).Scan(&latest); err != nil {
+				return err
+			}
+			next := binary.BigEndian.Uint64(latest) + 1
+			nb := binary.BigEndian.AppendUint64(nil, next)
+			if _, err := tx.Exec(ctx, `INSERT INTO `+raw+` (k, v) VALUES ($1, $2)`, vkey("hot", int64(next)), val); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE `+raw+` SET v = $1 WHERE k = 'latest'`, nb); err != nil {
+				return err
+			}
+			return tx.Commit(ctx)
+		})
+	})
+	v, err := docs[0].Latest("hot")
+	require.NoError(b, err)
+	b.ReportMetric(float64(v.Version)/float64(b.N*procs*writers), "versions/write")
 }

@@ -20,6 +20,7 @@ import (
 // once the connection has prepared the statements):
 //
 //	BEGIN ISOLATION LEVEL ...
+//	[give way to writer locks the batch does not hold] see giveWay
 //	[LOCK TABLE, or advisory locks on key prefixes]   see guard
 //	RangeEmpty checks, several in one statement        1/(1-count(*))
 //	Present and Equals checks, by key, locking rows    1/count(*)
@@ -158,7 +159,44 @@ func keyPrefix(k []byte) ([]byte, bool) {
 	return nil, false
 }
 
-func (s *Store) plan(ops []op, conds []engine.Cond) *plan {
+// giveWay adds, for a batch whose writer said which writer locks it holds
+// (held non-nil, engine.LockHolding), the statement that fails the
+// conditions under a prefix whose lock someone else holds or waits for: a
+// transaction-scoped shared try-lock on each such prefix's writer lock id
+// (lock.go), 22012 when one is not granted. An exclusive holder or an
+// exclusive waiter refuses it, so a writer that has not collided yet asks
+// for the lock (the failure names its keys) and queues behind the holder
+// instead of overtaking it. A granted shared lock is held to the commit:
+// a writer asking for the exclusive lock meanwhile waits for this commit,
+// and then reads what it wrote. It costs no round trip, and nothing when
+// the batch has no conditions outside the prefixes it holds.
+func (s *Store) giveWay(p *plan, conds []engine.Cond, held [][]byte) {
+	if held == nil || s.cfg.Dialect != Postgres {
+		return
+	}
+	var keys [][]byte
+	var as, bs []int32
+	seen := map[[2]int32]bool{}
+	for _, c := range conds {
+		if len(c.Key) == 0 {
+			continue
+		}
+		pre := engine.LockPrefix(c.Key)
+		if slices.ContainsFunc(held, func(h []byte) bool { return bytes.Equal(h, pre) }) {
+			continue
+		}
+		keys = append(keys, c.Key)
+		if id := s.writerLockID(pre); !seen[id] {
+			seen[id] = true
+			as, bs = append(as, id[0]), append(bs, id[1])
+		}
+	}
+	if len(keys) > 0 {
+		p.addCond(keys, "another writer holds or waits for the lock of a key the batch requires", s.q.giveWay, as, bs)
+	}
+}
+
+func (s *Store) plan(ops []op, conds []engine.Cond, held [][]byte) *plan {
 	p := &plan{}
 	iso := s.cfg.Isolation
 	g := guardNone
@@ -187,6 +225,7 @@ func (s *Store) plan(ops []op, conds []engine.Cond) *plan {
 		level = "SERIALIZABLE"
 	}
 	p.add(kOther, "", "BEGIN ISOLATION LEVEL "+level)
+	s.giveWay(p, conds, held)
 
 	written := func(k []byte) bool {
 		for _, o := range ops {

@@ -32,6 +32,7 @@ type queries struct {
 	absentMany  string
 	cleanup     string // drop the placeholders the batch did not overwrite
 	advisory    string // prefix locks, shared or exclusive, in one statement
+	giveWay     string // 22012 when a writer lock (lock.go) is held or waited for
 	lockTable   string
 	notify      string
 	size        string
@@ -91,6 +92,8 @@ func newQueries(t string, d Dialect) queries {
 		cleanup:    `DELETE FROM ` + t + ` WHERE k = ANY($1::bytea[]) AND v IS NULL`,
 		advisory: `SELECT count(CASE WHEN u.x THEN pg_advisory_xact_lock(u.id)::text ELSE pg_advisory_xact_lock_shared(u.id)::text END) ` +
 			`FROM unnest($1::int8[], $2::bool[]) WITH ORDINALITY AS u(id, x, n)`,
+		giveWay: `SELECT 1/bool_and(pg_try_advisory_xact_lock_shared(u.a, u.b))::int ` +
+			`FROM unnest($1::int4[], $2::int4[]) AS u(a, b)`,
 		lockTable: `LOCK TABLE ` + t + ` IN SHARE ROW EXCLUSIVE MODE`,
 		notify:    `SELECT pg_notify($1, $2)`,
 		size:      `SELECT pg_total_relation_size('` + strings.ReplaceAll(t, `'`, `''`) + `'::regclass), pg_indexes_size('` + strings.ReplaceAll(t, `'`, `''`) + `'::regclass)`,

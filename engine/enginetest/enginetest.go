@@ -89,6 +89,8 @@ func Run(t *testing.T, h Harness) {
 		{"AnyBytes", testAnyBytes},
 		{"Watch", testWatch},
 		{"SecondHandle", testSecond},
+		{"LockExcludes", testLockExcludes},
+		{"LockHoldingGivesWay", testLockHolding},
 		{"Close", testClose},
 	}
 	for _, tc := range tests {

@@ -18,11 +18,15 @@ import (
 // A write reads, then commits on the condition that what it read still
 // holds. When a commit fails a condition the engine names
 // (engine.ConditionError), the write takes the lock of the key's prefix
-// and runs again holding it, after the usual pause, until it commits or
-// gives up: writers that collided on one key then read and commit it in
-// turn, and only writers that have not collided yet still race them. The
-// locks are advisory; the conditions still decide every commit. Cold keys
-// cost nothing: no lock, no extra round trip.
+// (the wait for it is the write's pause) and runs again holding it, until
+// it commits or gives up: writers that collided on one key then read and
+// commit it in turn. Every write tells its batch which locks it holds
+// (engine.LockHolding), and the engine fails the commit of a write that
+// does not hold a lock another writer holds or waits for, so a writer
+// that has not collided yet joins the queue instead of overtaking the
+// holder, which would then fail again. The locks are advisory; the
+// conditions still decide every commit. Cold keys cost nothing: no lock,
+// and the check rides in the commit.
 
 // lockSet is the locks one write holds: sorted prefixes, and what
 // releases them.
@@ -34,6 +38,16 @@ type lockSet struct {
 func (l *lockSet) holds(p []byte) bool {
 	_, ok := slices.BinarySearchFunc(l.prefixes, p, bytes.Compare)
 	return ok
+}
+
+// holdsAll reports whether l holds the lock of every prefix in ps.
+func (l *lockSet) holdsAll(ps [][]byte) bool {
+	for _, p := range ps {
+		if !l.holds(p) {
+			return false
+		}
+	}
+	return true
 }
 
 func (l *lockSet) release() {

@@ -237,7 +237,7 @@ func write(w Writer, f func(*Tx) error, once bool) error {
 		return errReadOnly
 	}
 	if once {
-		return db.try(f)
+		return db.try(f, nil)
 	}
 	return db.run(f)
 }
@@ -257,32 +257,55 @@ func (db *DB) Update(fn func(*Tx) error) error {
 // run runs f in a new Tx and commits it, and again after a failed
 // condition (Retry). On an engine that can lock (engine.Locker), a write
 // whose commit failed a condition on a key runs again holding the key's
-// lock (hot.go).
+// lock (hot.go): the wait for the lock is its pause, and its batches tell
+// the engine which locks they hold (engine.LockHolding), so that writers
+// which have not collided yet give way to the holder.
 func (db *DB) run(f func(*Tx) error) error {
 	lk, _ := db.Store.(engine.Locker)
 	var held lockSet
 	defer held.release()
 	for attempt := 0; ; attempt++ {
-		err := db.try(f)
+		var hold [][]byte
+		if lk != nil {
+			hold = held.prefixes
+			if hold == nil {
+				hold = [][]byte{}
+			}
+		}
+		err := db.try(f, hold)
 		if err == nil || !errors.Is(err, engine.ErrConditionFailed) {
 			return err
+		}
+		if lk != nil {
+			if ps := conflictPrefixes(err); len(ps) > 0 && !held.holdsAll(ps) {
+				if gave := db.giveUp(attempt, err); gave != nil {
+					return gave
+				}
+				if db.lock(lk, &held, ps) {
+					continue
+				}
+				lk = nil // the engine cannot lock: write as without
+			}
 		}
 		again, gave := db.Retry(attempt, err)
 		if !again {
 			return gave
-		}
-		if lk != nil {
-			if ps := conflictPrefixes(err); len(ps) > 0 && !db.lock(lk, &held, ps) {
-				lk = nil // the engine cannot lock: write as without
-			}
 		}
 	}
 }
 
 // try runs f once in a new Tx and commits it, or aborts it if f fails or
 // panics (the panic goes on). The Tx and the store's batch are recycled.
-func (db *DB) try(f func(*Tx) error) (err error) {
-	tx := NewTx(db.Store.NewBatch(), db)
+// A non-nil hold is told to a batch that implements engine.LockHolding:
+// the prefixes whose locks the writer holds.
+func (db *DB) try(f func(*Tx) error, hold [][]byte) (err error) {
+	b := db.Store.NewBatch()
+	if hold != nil {
+		if lh, ok := b.(engine.LockHolding); ok {
+			lh.Hold(hold)
+		}
+	}
+	tx := NewTx(b, db)
 	committed := false
 	defer func() {
 		if !committed {
@@ -302,14 +325,23 @@ func (db *DB) try(f func(*Tx) error) (err error) {
 // (err): it pauses and says to run again, or gives up with an error that
 // matches tipkv.ErrConflict.
 func (db *DB) Retry(attempt int, err error) (bool, error) {
-	if db.MaxRetries < 0 || attempt >= db.MaxRetries {
-		if on := conflictOn(err); on != "" {
-			return false, fmt.Errorf("%w: %s: gave up after %d attempts: %w", ErrConflict, on, attempt+1, err)
-		}
-		return false, fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, attempt+1, err)
+	if gave := db.giveUp(attempt, err); gave != nil {
+		return false, gave
 	}
 	time.Sleep(backoff(attempt))
 	return true, nil
+}
+
+// giveUp returns the error that ends a write whose attempt failed a
+// condition (err) when the retry budget is spent, or nil.
+func (db *DB) giveUp(attempt int, err error) error {
+	if db.MaxRetries >= 0 && attempt < db.MaxRetries {
+		return nil
+	}
+	if on := conflictOn(err); on != "" {
+		return fmt.Errorf("%w: %s: gave up after %d attempts: %w", ErrConflict, on, attempt+1, err)
+	}
+	return fmt.Errorf("%w: gave up after %d attempts: %w", ErrConflict, attempt+1, err)
 }
 
 // ErrConflict is tipkv.ErrConflict (the root package re-exports it).
