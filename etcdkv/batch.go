@@ -108,6 +108,12 @@ func (b *batch) Size() int   { return b.size }
 type txn struct {
 	cmps []clientv3.Cmp
 	ops  []clientv3.Op
+	// keys[i] is the key of the condition that cmps[i] checks.
+	keys [][]byte
+	// probe says that the txn's failure ops are one txn per compare, of
+	// that compare alone: a failed txn's responses then say which
+	// compares failed.
+	probe bool
 }
 
 // build normalises the batch and checks it against the limits, before
@@ -132,7 +138,7 @@ func (b *batch) build() (txn, error) {
 	if size > caps.MaxBatchBytes {
 		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d bytes of keys, values and conditions; a txn takes at most %d (the server's --max-request-bytes less framing): split the Update", engine.ErrInvalid, size, caps.MaxBatchBytes)
 	}
-	t := txn{cmps: make([]clientv3.Cmp, 0, len(b.conds)), ops: make([]clientv3.Op, 0, len(norm))}
+	t := txn{cmps: make([]clientv3.Cmp, 0, len(b.conds)), ops: make([]clientv3.Op, 0, len(norm)), keys: make([][]byte, 0, len(b.conds))}
 	s := b.s
 	for _, c := range b.conds {
 		k := s.key(c.Key)
@@ -146,6 +152,21 @@ func (b *batch) build() (txn, error) {
 		case engine.RangeEmpty:
 			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0).WithRange(s.key(c.End)))
 		}
+		t.keys = append(t.keys, c.Key)
+	}
+	room := caps.MaxBatchBytes - size
+	// Which compares failed, when there is room: one more txn per compare
+	// in the failure branch, which etcd evaluates only when the txn fails
+	// (so a commit that succeeds costs nothing more on the server), and
+	// counts in the request's size and as ops: a nested txn of one compare
+	// needs one op to spare under --max-txn-ops. A txn without writes gets
+	// no probe: nested txns would make a read a Raft proposal.
+	probeBytes := 0
+	for _, c := range b.conds {
+		probeBytes += c.Size() + 2*len(s.ns) + 2*opOverhead
+	}
+	if len(norm) > 0 && len(t.cmps) > 0 && len(t.cmps) < caps.MaxBatchOps && len(norm) < caps.MaxBatchOps && probeBytes <= room {
+		t.probe = true
 	}
 	// clientv3's Op constructors copy their key and value into []byte at
 	// once, so they get views of one reused key buffer and of the batch's
@@ -189,7 +210,10 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // Apply implements engine.Batch: one txn. Its result is one of:
 //
 //   - nil: the txn committed; its writes are visible and durable.
-//   - ErrConditionFailed: a compare failed; nothing was written.
+//   - ErrConditionFailed: a compare failed; nothing was written. The error
+//     is an *engine.ConditionError naming the keys of the conditions that
+//     failed (or of all of them when the txn had no room to find out:
+//     see txn.failed).
 //   - ErrInvalid: over the limits (checked before sending, or refused by
 //     a server whose flags are lower than Config says); nothing written.
 //   - ErrClosed: the store was closed before the txn was sent.
@@ -218,16 +242,58 @@ func (b *batch) Apply(bool) error {
 	}
 	ctx, cancel := s.reqCtx()
 	defer cancel()
+	var orElse []clientv3.Op
+	if t.probe {
+		orElse = make([]clientv3.Op, len(t.cmps))
+		for i, c := range t.cmps {
+			orElse[i] = clientv3.OpTxn([]clientv3.Cmp{c}, nil, nil)
+		}
+	}
 	// A member that has lost its leader refuses the txn at once (a
 	// definite failure) instead of holding it until a timeout.
-	resp, err := s.c.Txn(clientv3.WithRequireLeader(ctx)).If(t.cmps...).Then(t.ops...).Commit()
+	resp, err := s.c.Txn(clientv3.WithRequireLeader(ctx)).If(t.cmps...).Then(t.ops...).Else(orElse...).Commit()
 	if err != nil {
 		return s.commitErr(err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("%w: etcdkv: one of the batch's %d conditions did not hold at revision %d", engine.ErrConditionFailed, len(t.cmps), resp.Header.Revision)
+		return t.failed(resp)
 	}
 	return nil
+}
+
+// failed is the error of a txn whose compares did not all hold: an
+// *engine.ConditionError whose Keys are those of the conditions that
+// failed, when the txn had room for a probe (build), or else of every
+// condition, as tipkv gave them (without the namespace). It matches
+// engine.ErrConditionFailed.
+func (t txn) failed(resp *clientv3.TxnResponse) error {
+	rev := resp.Header.Revision
+	if t.probe && len(resp.Responses) == len(t.cmps) {
+		var keys [][]byte
+		for i, r := range resp.Responses {
+			if tr := r.GetResponseTxn(); tr == nil || !tr.Succeeded {
+				keys = appendKey(keys, t.keys[i])
+			}
+		}
+		if len(keys) > 0 {
+			return &engine.ConditionError{Keys: keys, Msg: fmt.Sprintf("etcdkv: %d of the batch's %d conditions did not hold at revision %d", len(keys), len(t.cmps), rev)}
+		}
+	}
+	var keys [][]byte
+	for _, k := range t.keys {
+		keys = appendKey(keys, k)
+	}
+	return &engine.ConditionError{Keys: keys, Msg: fmt.Sprintf("etcdkv: one of the batch's %d conditions did not hold at revision %d", len(t.cmps), rev)}
+}
+
+// appendKey appends k to keys unless keys holds it already.
+func appendKey(keys [][]byte, k []byte) [][]byte {
+	for _, have := range keys {
+		if bytes.Equal(have, k) {
+			return keys
+		}
+	}
+	return append(keys, k)
 }
 
 // Wait implements engine.Batch: an applied txn is already durable.
