@@ -164,6 +164,51 @@ func containsInt(s []int, v int) bool {
 	return false
 }
 
+// A batch told Hold fails, naming the condition's key, while another
+// store holds the lock of the key's prefix; the holder's own batch, which
+// holds it, passes; a condition on another prefix passes; a batch never
+// told Hold checks nothing; and once unlocked, Hold(nil) passes.
+func TestHoldGivesWayToTheLockHolder(t *testing.T) {
+	holder := etcdkv.OpenForTest(t, etcdkv.Config{})
+	other := etcdkv.OpenForTest(t, etcdkv.Config{Namespace: holder.Namespace()})
+	key, next := docKey("alice", 1), docKey("alice", 2)
+	p := engine.LockPrefix(key)
+	unlock, _, err := holder.Lock(context.Background(), [][]byte{p})
+	require.NoError(t, err)
+
+	put := func(s *etcdkv.Store, held [][]byte, c engine.Cond, k []byte) error {
+		return apply(t, s, func(b engine.Batch) {
+			if held != nil {
+				b.(engine.LockHolding).Hold(held)
+			}
+			require.NoError(t, b.Require(c))
+			require.NoError(t, b.Set(k, []byte("v")))
+		})
+	}
+	err = put(other, [][]byte{}, engine.Absent(key), key)
+	require.ErrorIs(t, err, engine.ErrConditionFailed)
+	var ce *engine.ConditionError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, [][]byte{key}, ce.Keys)
+	require.False(t, has(t, other, key), "a failed lock check writes nothing")
+
+	// Without writes the txn has no probe: every condition is named.
+	err = apply(t, other, func(b engine.Batch) {
+		b.(engine.LockHolding).Hold(nil)
+		require.NoError(t, b.Require(engine.Absent(key)))
+	})
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, [][]byte{key}, ce.Keys)
+
+	bob := docKey("bob", 1)
+	require.NoError(t, put(other, [][]byte{}, engine.Absent(bob), bob), "another prefix")
+	require.NoError(t, put(holder, [][]byte{p}, engine.Absent(key), key), "the holder")
+	require.NoError(t, put(other, nil, engine.Absent(next), next), "a batch never told Hold")
+
+	unlock()
+	require.NoError(t, put(other, [][]byte{}, engine.Present(key), key), "after unlock")
+}
+
 // Close cuts short a Lock waiting on the cluster and one waiting in
 // memory behind a goroutine of the same store; both fail with ErrClosed,
 // the holder's unlock after Close is harmless, and the revoked lease took
