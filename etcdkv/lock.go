@@ -65,10 +65,31 @@ func (s *Store) lockDir(prefix []byte) string {
 
 // procLock is a lock's queue in this process: a token in ch while a
 // goroutine of the process holds or asks the cluster for it.
+//
+// A goroutine that unlocks while others of the process wait for the lock
+// passes its cluster lock on instead of deleting its key (passed), up to
+// maxPasses times in a row: the next holder then skips a delete, a watch
+// and a put, the round trips that made a hot key's lock changing hands
+// inside a process cost as much as the writes it guards. Only a Lock of
+// that one prefix takes a passed lock; a Lock of several deletes it and
+// queues on the cluster like any other, so locks are still taken in byte
+// order (a passed lock held while waiting for another could deadlock).
 type procLock struct {
 	ch   chan struct{}
-	refs int // goroutines holding or waiting for it
+	refs int // goroutines holding or waiting for it; guarded by procLocks.mu
+
+	// Guarded by the token, and read by the goroutine whose unref ends
+	// the queue.
+	passed     *concurrency.Mutex   // the cluster lock left to the next holder, or nil
+	passedSess *concurrency.Session // passed's session
+	passes     int                  // times the current key was passed on
 }
+
+// maxPasses is how many times in a row a process passes a cluster lock
+// from goroutine to goroutine before it deletes the key and queues again
+// behind other processes' waiters, so that a busy process does not keep a
+// lock from the others.
+const maxPasses = 8
 
 // procLocks are the process's lock queues, by prefix.
 type procLocks struct {
@@ -91,12 +112,26 @@ func (p *procLocks) ref(prefix []byte) *procLock {
 	return l
 }
 
-func (p *procLocks) unref(prefix []byte, l *procLock) {
+// unref leaves l's queue. The last to leave gets the cluster lock passed
+// to a waiter that left instead of taking it, to delete.
+func (p *procLocks) unref(prefix []byte, l *procLock) (*concurrency.Mutex, *concurrency.Session) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if l.refs--; l.refs == 0 {
-		delete(p.m, string(prefix))
+	if l.refs--; l.refs > 0 {
+		return nil, nil
 	}
+	delete(p.m, string(prefix))
+	m, sess := l.passed, l.passedSess
+	l.passed, l.passedSess = nil, nil
+	return m, sess
+}
+
+// waiters reports whether goroutines other than the token's holder hold
+// a reference to l: they wait for its token.
+func (p *procLocks) waiters(l *procLock) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return l.refs > 1
 }
 
 // session returns the store's lock session, making one (a lease of
@@ -144,6 +179,9 @@ func (s *Store) dropSession(sess *concurrency.Session) {
 	}
 	s.lmu.Unlock()
 	sess.Orphan()
+	if s.isClosed.Load() {
+		return // Close revokes it, or has
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	_, _ = s.c.Revoke(ctx, sess.Lease())
@@ -170,8 +208,9 @@ func (s *Store) closeSession() {
 // overlapping sets never deadlock; waited says whether any was held or
 // asked for by another caller. A wait ends with ctx or with Close, which
 // fails it with an error matching engine.ErrClosed. unlock deletes the
-// store's keys; if a delete fails, the store drops its session, whose
-// keys then go at once or after Config.LockTTL. The locks are advisory:
+// store's keys, or passes a lock on to a goroutine of this store that
+// waits for it (procLock); if a delete fails, the store drops its
+// session, whose keys then go at once or after Config.LockTTL. The locks are advisory:
 // see engine.Locker, and the top of this file for when one is lost.
 func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), waited bool, err error) {
 	if err := s.enter(); err != nil {
@@ -195,13 +234,27 @@ func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), wai
 	var sess *concurrency.Session  // the session of held
 	release := func(sessOK bool) { // gives back what is held, last first
 		if sessOK && len(held) > 0 {
-			if !s.unlockAll(sess, held) {
+			alive := s.live(sess)
+			ok := true
+			for i := len(held) - 1; i >= 0; i-- {
+				l := mine[i]
+				if alive && l.passes < maxPasses && s.plocks.waiters(l) {
+					l.passed, l.passedSess = held[i], sess
+					l.passes++
+					continue
+				}
+				l.passes = 0
+				ok = s.unlockKey(held[i]) && ok
+			}
+			if !ok || !alive {
 				s.dropSession(sess)
 			}
 		}
 		for i := len(mine) - 1; i >= 0; i-- {
 			<-mine[i].ch
-			s.plocks.unref(ps[i], mine[i])
+			if m, ms := s.plocks.unref(ps[i], mine[i]); m != nil && !s.unlockKey(m) {
+				s.dropSession(ms)
+			}
 		}
 	}
 	fail := func(err error) (func(), bool, error) {
@@ -223,7 +276,9 @@ func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), wai
 			select {
 			case l.ch <- struct{}{}:
 			case <-ctx.Done():
-				s.plocks.unref(p, l)
+				if m, ms := s.plocks.unref(p, l); m != nil && !s.unlockKey(m) {
+					s.dropSession(ms)
+				}
 				return fail(ctx.Err())
 			}
 		}
@@ -234,7 +289,23 @@ func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), wai
 	if err != nil {
 		return fail(err)
 	}
-	for _, p := range ps {
+	for i, p := range ps {
+		if l := mine[i]; l.passed != nil {
+			m, ms := l.passed, l.passedSess
+			l.passed, l.passedSess = nil, nil
+			if len(ps) == 1 && ms == sess && s.live(sess) {
+				held = append(held, m)
+				continue
+			}
+			l.passes = 0
+			if !s.unlockKey(m) {
+				s.dropSession(ms)
+				if ms == sess {
+					release(false)
+					return nil, waited, fmt.Errorf("tipkv: etcd: lock: could not delete a lock key passed on")
+				}
+			}
+		}
 		m := concurrency.NewMutex(sess, s.lockDir(p))
 		if err := m.Lock(ctx); err != nil {
 			// Lock deletes its key when its wait fails, not when its
@@ -273,29 +344,34 @@ func ownerRev(m *concurrency.Mutex) int64 {
 	return 0
 }
 
-// unlockAll deletes the keys of held, last first, and reports whether
-// they are all gone. After Close it does nothing: the revoked lease took
-// them.
-func (s *Store) unlockAll(sess *concurrency.Session, held []*concurrency.Mutex) bool {
+// live reports whether sess is the store's session and its lease is
+// kept alive.
+func (s *Store) live(sess *concurrency.Session) bool {
+	s.lmu.Lock()
+	cur := s.sess
+	s.lmu.Unlock()
+	if cur != sess {
+		return false
+	}
+	select {
+	case <-sess.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+// unlockKey deletes the key of a cluster lock, and reports whether it is
+// gone. After Close it does nothing: the revoked lease took it.
+func (s *Store) unlockKey(m *concurrency.Mutex) bool {
 	if err := s.enter(); err != nil {
 		return true
 	}
 	defer s.exit()
-	ok := true
-	for i := len(held) - 1; i >= 0; i-- {
-		ctx, cancel := s.reqCtx()
-		err := held[i].Unlock(ctx)
-		cancel()
-		if err != nil && !errors.Is(err, concurrency.ErrLockReleased) {
-			ok = false
-		}
-	}
-	select {
-	case <-sess.Done():
-		return false // the lease may be gone, and with it what others saw
-	default:
-	}
-	return ok
+	ctx, cancel := s.reqCtx()
+	defer cancel()
+	err := m.Unlock(ctx)
+	return err == nil || errors.Is(err, concurrency.ErrLockReleased)
 }
 
 // deleteKey deletes one of the store's lock keys, and reports whether it
