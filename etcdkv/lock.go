@@ -210,8 +210,9 @@ func (s *Store) closeSession() {
 // fails it with an error matching engine.ErrClosed. unlock deletes the
 // store's keys, or passes a lock on to a goroutine of this store that
 // waits for it (procLock); if a delete fails, the store drops its
-// session, whose keys then go at once or after Config.LockTTL. The locks are advisory:
-// see engine.Locker, and the top of this file for when one is lost.
+// session, whose keys then go at once or after Config.LockTTL. The locks
+// are advisory: see engine.Locker, and the top of this file for when one
+// is lost.
 func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), waited bool, err error) {
 	if err := s.enter(); err != nil {
 		return nil, false, err

@@ -272,3 +272,27 @@ func TestLockKeysInvisible(t *testing.T) {
 	require.Equal(t, 1, count(t, sn, lo, hi))
 	require.Equal(t, 1, count(t, s, []byte{0x00}, []byte{0xff}))
 }
+
+// Lock checks take what room the batch's own conditions leave under
+// MaxTxnOps: a batch with MaxTxnOps conditions has none, checks no lock
+// and commits on its conditions alone (the locks are advisory); with one
+// condition fewer it checks the lock and gives way.
+func TestHoldWithoutRoomChecksNothing(t *testing.T) {
+	holder := etcdkv.OpenForTest(t, etcdkv.Config{})
+	other := etcdkv.OpenForTest(t, etcdkv.Config{Namespace: holder.Namespace(), MaxTxnOps: 3})
+	p := engine.LockPrefix(docKey("alice", 1))
+	unlock, _, err := holder.Lock(context.Background(), [][]byte{p})
+	require.NoError(t, err)
+	defer unlock()
+	put := func(conds int, k []byte) error {
+		return apply(t, other, func(b engine.Batch) {
+			b.(engine.LockHolding).Hold(nil)
+			for v := range conds {
+				require.NoError(t, b.Require(engine.Absent(docKey("alice", int64(10+v)))))
+			}
+			require.NoError(t, b.Set(k, []byte("v")))
+		})
+	}
+	require.ErrorIs(t, put(2, docKey("alice", 1)), engine.ErrConditionFailed, "room for the check")
+	require.NoError(t, put(3, docKey("alice", 2)), "no room")
+}
