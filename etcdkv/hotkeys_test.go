@@ -2,7 +2,6 @@ package etcdkv_test
 
 import (
 	"context"
-	"expvar"
 	"fmt"
 	"sync"
 	"testing"
@@ -49,7 +48,6 @@ func TestHotStreamAndDocumentWait(t *testing.T) {
 	}
 	for _, family := range []string{"stream", "document"} {
 		t.Run(family, func(t *testing.T) {
-			before := counters()
 			start := time.Now()
 			var wg sync.WaitGroup
 			errs := make(chan error, handles*writers)
@@ -77,7 +75,7 @@ func TestHotStreamAndDocumentWait(t *testing.T) {
 			wg.Wait()
 			close(errs)
 			total := handles * writers * rounds
-			t.Logf("%d writes of one %s by %d handles x %d goroutines in %v%s", total, family, handles, writers, time.Since(start).Round(time.Millisecond), counters().since(before))
+			t.Logf("%d writes of one %s by %d handles x %d goroutines in %v", total, family, handles, writers, time.Since(start).Round(time.Millisecond))
 			for err := range errs {
 				require.NoError(t, err)
 			}
@@ -98,28 +96,4 @@ func TestHotStreamAndDocumentWait(t *testing.T) {
 			require.EqualValues(t, total, v.Version, "the document's last version")
 		})
 	}
-}
-
-// tally is what the retry loop counted, where a build publishes it (a
-// diagnostic build of tipkv may; the test does not depend on it).
-type tally map[string]int64
-
-func counters() tally {
-	out := tally{}
-	for _, name := range []string{"tipkv_tweak_failures", "tipkv_tweak_locks", "tipkv_tweak_gaveup"} {
-		if v, ok := expvar.Get(name).(*expvar.Int); ok {
-			out[name] = v.Value()
-		}
-	}
-	return out
-}
-
-func (now tally) since(before tally) string {
-	if len(now) == 0 {
-		return ""
-	}
-	return fmt.Sprintf(" (failed conditions %d, locks taken %d, gave up %d)",
-		now["tipkv_tweak_failures"]-before["tipkv_tweak_failures"],
-		now["tipkv_tweak_locks"]-before["tipkv_tweak_locks"],
-		now["tipkv_tweak_gaveup"]-before["tipkv_tweak_gaveup"])
 }
