@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"github.com/tipkv/tipkv/engine"
@@ -26,7 +27,12 @@ type batch struct {
 	conds []engine.Cond
 	size  int   // bytes of keys, values and conditions as added
 	err   error // the batch is refused: a malformed condition, a write over the limits
+
+	holding bool     // Hold was called: check the locks of the conditions' prefixes
+	held    [][]byte // the prefixes whose locks the writer holds, sorted
 }
+
+var _ engine.LockHolding = (*batch)(nil)
 
 // NewBatch implements engine.Store.
 func (s *Store) NewBatch() engine.Batch { return &batch{s: s} }
@@ -100,6 +106,32 @@ func (b *batch) Require(c engine.Cond) error {
 	return nil
 }
 
+// Hold implements engine.LockHolding: Apply adds, for each prefix of a
+// condition's key (engine.LockPrefix) that is not among prefixes, a
+// compare that the prefix's lock directory (lock.go) holds no key, so
+// that the txn fails while another caller of Lock holds or waits for that
+// lock. Such a failure is an *engine.ConditionError naming the
+// condition's key, as a failed condition is. The locks of prefixes
+// themselves are not checked: a holder whose lease expired unseen
+// commits on its conditions alone, as any writer without the lock does
+// (the locks are advisory). A lock check is one more compare, so it
+// counts against MaxTxnOps and the request's size: where the batch's own
+// conditions leave no room for them all, Apply checks the locks it has
+// room for and lets the rest be.
+func (b *batch) Hold(prefixes [][]byte) {
+	b.holding = true
+	b.held = b.held[:0]
+	for _, p := range prefixes {
+		b.held = append(b.held, bytes.Clone(p))
+	}
+	slices.SortFunc(b.held, bytes.Compare)
+}
+
+func (b *batch) holds(p []byte) bool {
+	_, ok := slices.BinarySearchFunc(b.held, p, bytes.Compare)
+	return ok
+}
+
 func (b *batch) Empty() bool { return len(b.ops) == 0 }
 func (b *batch) Len() int    { return len(b.ops) }
 func (b *batch) Size() int   { return b.size }
@@ -108,6 +140,17 @@ func (b *batch) Size() int   { return b.size }
 type txn struct {
 	cmps []clientv3.Cmp
 	ops  []clientv3.Op
+	// keys[i] is the key of the condition that cmps[i] checks: the
+	// batch's conditions, then a lock check (Hold) per prefix, which
+	// names the first condition on that prefix.
+	keys [][]byte
+	// nconds is how many of cmps are the batch's conditions; the rest
+	// are lock checks.
+	nconds int
+	// probe says that the txn's failure ops are one txn per compare, of
+	// that compare alone: a failed txn's responses then say which
+	// compares failed.
+	probe bool
 }
 
 // build normalises the batch and checks it against the limits, before
@@ -132,7 +175,7 @@ func (b *batch) build() (txn, error) {
 	if size > caps.MaxBatchBytes {
 		return txn{}, fmt.Errorf("%w: etcdkv: the batch holds %d bytes of keys, values and conditions; a txn takes at most %d (the server's --max-request-bytes less framing): split the Update", engine.ErrInvalid, size, caps.MaxBatchBytes)
 	}
-	t := txn{cmps: make([]clientv3.Cmp, 0, len(b.conds)), ops: make([]clientv3.Op, 0, len(norm))}
+	t := txn{cmps: make([]clientv3.Cmp, 0, len(b.conds)), ops: make([]clientv3.Op, 0, len(norm)), keys: make([][]byte, 0, len(b.conds))}
 	s := b.s
 	for _, c := range b.conds {
 		k := s.key(c.Key)
@@ -146,6 +189,42 @@ func (b *batch) build() (txn, error) {
 		case engine.RangeEmpty:
 			t.cmps = append(t.cmps, clientv3.Compare(clientv3.CreateRevision(k), "=", 0).WithRange(s.key(c.End)))
 		}
+		t.keys = append(t.keys, c.Key)
+	}
+	t.nconds = len(t.cmps)
+	room := caps.MaxBatchBytes - size
+	probeBytes := 0
+	for _, c := range b.conds {
+		probeBytes += c.Size() + 2*len(s.ns) + 2*opOverhead
+	}
+	if b.holding {
+		// A lock check per prefix not held, while there is room: each
+		// costs its directory's key and range end, and framing.
+		var checked [][]byte
+		for _, c := range b.conds {
+			p := engine.LockPrefix(c.Key)
+			if b.holds(p) || slices.ContainsFunc(checked, func(q []byte) bool { return bytes.Equal(p, q) }) {
+				continue
+			}
+			n := 2 * (len(s.ns) + len(lockRoot) + 2*len(p) + 1)
+			if len(t.cmps) >= caps.MaxBatchOps || n+opOverhead > room {
+				break
+			}
+			checked = append(checked, p)
+			t.cmps = append(t.cmps, s.lockCmp(p))
+			t.keys = append(t.keys, c.Key)
+			room -= n + opOverhead
+			probeBytes += n + 2*opOverhead
+		}
+	}
+	// Which compares failed, when there is room: one more txn per compare
+	// in the failure branch, which etcd evaluates only when the txn fails
+	// (so a commit that succeeds costs nothing more on the server), and
+	// counts in the request's size and as ops: a nested txn of one compare
+	// needs one op to spare under --max-txn-ops. A txn without writes gets
+	// no probe: nested txns would make a read a Raft proposal.
+	if len(norm) > 0 && len(t.cmps) > 0 && len(t.cmps) < caps.MaxBatchOps && len(norm) < caps.MaxBatchOps && probeBytes <= room {
+		t.probe = true
 	}
 	// clientv3's Op constructors copy their key and value into []byte at
 	// once, so they get views of one reused key buffer and of the batch's
@@ -189,7 +268,10 @@ func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // Apply implements engine.Batch: one txn. Its result is one of:
 //
 //   - nil: the txn committed; its writes are visible and durable.
-//   - ErrConditionFailed: a compare failed; nothing was written.
+//   - ErrConditionFailed: a compare failed; nothing was written. The error
+//     is an *engine.ConditionError naming the keys of the conditions that
+//     failed (or of all of them when the txn had no room to find out:
+//     see txn.failed).
 //   - ErrInvalid: over the limits (checked before sending, or refused by
 //     a server whose flags are lower than Config says); nothing written.
 //   - ErrClosed: the store was closed before the txn was sent.
@@ -218,16 +300,78 @@ func (b *batch) Apply(bool) error {
 	}
 	ctx, cancel := s.reqCtx()
 	defer cancel()
+	var orElse []clientv3.Op
+	if t.probe {
+		orElse = make([]clientv3.Op, len(t.cmps))
+		for i, c := range t.cmps {
+			orElse[i] = clientv3.OpTxn([]clientv3.Cmp{c}, nil, nil)
+		}
+	}
 	// A member that has lost its leader refuses the txn at once (a
 	// definite failure) instead of holding it until a timeout.
-	resp, err := s.c.Txn(clientv3.WithRequireLeader(ctx)).If(t.cmps...).Then(t.ops...).Commit()
+	resp, err := s.c.Txn(clientv3.WithRequireLeader(ctx)).If(t.cmps...).Then(t.ops...).Else(orElse...).Commit()
 	if err != nil {
 		return s.commitErr(err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("%w: etcdkv: one of the batch's %d conditions did not hold at revision %d", engine.ErrConditionFailed, len(t.cmps), resp.Header.Revision)
+		return t.failed(resp)
 	}
 	return nil
+}
+
+// failed is the error of a txn whose compares did not all hold: an
+// *engine.ConditionError whose Keys are those of the conditions that
+// failed, or whose prefix's lock another writer holds or waits for (Hold),
+// when the txn had room for a probe (build); or else of every condition,
+// as tipkv gave them (without the namespace). It matches
+// engine.ErrConditionFailed.
+func (t txn) failed(resp *clientv3.TxnResponse) error {
+	rev := resp.Header.Revision
+	if t.probe && len(resp.Responses) == len(t.cmps) {
+		var keys [][]byte
+		conds, locks := 0, 0
+		for i, r := range resp.Responses {
+			if tr := r.GetResponseTxn(); tr == nil || !tr.Succeeded {
+				keys = appendKey(keys, t.keys[i])
+				if i < t.nconds {
+					conds++
+				} else {
+					locks++
+				}
+			}
+		}
+		var msg string
+		switch {
+		case locks == 0:
+			msg = fmt.Sprintf("etcdkv: %d of the batch's %d conditions did not hold at revision %d", conds, t.nconds, rev)
+		case conds == 0:
+			msg = fmt.Sprintf("etcdkv: the batch has conditions on %d prefixes whose lock another writer holds or waits for, at revision %d", locks, rev)
+		default:
+			msg = fmt.Sprintf("etcdkv: %d of the batch's %d conditions did not hold, and it has conditions on %d prefixes whose lock another writer holds or waits for, at revision %d", conds, t.nconds, locks, rev)
+		}
+		if len(keys) > 0 {
+			return &engine.ConditionError{Keys: keys, Msg: msg}
+		}
+	}
+	var keys [][]byte
+	for _, k := range t.keys {
+		keys = appendKey(keys, k)
+	}
+	msg := fmt.Sprintf("etcdkv: one of the batch's %d conditions did not hold at revision %d", t.nconds, rev)
+	if n := len(t.cmps) - t.nconds; n > 0 {
+		msg = fmt.Sprintf("etcdkv: one of the batch's %d conditions did not hold, or another writer holds or waits for one of %d locks of their prefixes, at revision %d", t.nconds, n, rev)
+	}
+	return &engine.ConditionError{Keys: keys, Msg: msg}
+}
+
+// appendKey appends k to keys unless keys holds it already.
+func appendKey(keys [][]byte, k []byte) [][]byte {
+	for _, have := range keys {
+		if bytes.Equal(have, k) {
+			return keys
+		}
+	}
+	return append(keys, k)
 }
 
 // Wait implements engine.Batch: an applied txn is already durable.

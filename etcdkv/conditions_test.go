@@ -127,3 +127,47 @@ func TestTxnRulesNormalised(t *testing.T) {
 	require.Equal(t, "back", string(v))
 	require.False(t, has(t, s, k(3)))
 }
+
+// A failed commit names the keys of its conditions, as tipkv gave them:
+// only those that failed when the txn had writes and room to ask which
+// (one op to spare under MaxTxnOps), every condition's otherwise. Either
+// way the error matches ErrConditionFailed.
+func TestConditionErrorNamesKeys(t *testing.T) {
+	s := etcdkv.OpenForTest(t, etcdkv.Config{MaxTxnOps: 5})
+	set(t, s, k(1), []byte("a"))
+	keysOf := func(err error) [][]byte {
+		t.Helper()
+		require.ErrorIs(t, err, engine.ErrConditionFailed)
+		var ce *engine.ConditionError
+		require.ErrorAs(t, err, &ce)
+		return ce.Keys
+	}
+	conds := []engine.Cond{
+		engine.Present(k(1)),          // holds
+		engine.Absent(k(1)),           // fails
+		engine.Equals(k(2), []byte{}), // fails: missing
+		engine.Empty(k(10), k(20)),    // holds
+	}
+	requireAll := func(b engine.Batch) {
+		for _, c := range conds {
+			require.NoError(t, b.Require(c))
+		}
+	}
+
+	err := apply(t, s, func(b engine.Batch) {
+		requireAll(b)
+		require.NoError(t, b.Set(k(3), []byte("x")))
+	})
+	require.Equal(t, [][]byte{k(1), k(2)}, keysOf(err), "the conditions that failed")
+	require.False(t, has(t, s, k(3)))
+
+	err = apply(t, s, func(b engine.Batch) { requireAll(b) })
+	require.Equal(t, [][]byte{k(1), k(2), k(10)}, keysOf(err), "no writes: every condition")
+
+	conds = append(conds, engine.Absent(k(30)))
+	err = apply(t, s, func(b engine.Batch) {
+		requireAll(b)
+		require.NoError(t, b.Set(k(3), []byte("x")))
+	})
+	require.Equal(t, [][]byte{k(1), k(2), k(10), k(30)}, keysOf(err), "MaxTxnOps conditions: no op to spare, every condition")
+}

@@ -31,9 +31,30 @@
 // Conditions are compares: Absent is create_revision = 0, Present
 // create_revision > 0, Equals value =, and RangeEmpty create_revision = 0
 // over the range (it holds for an empty range, fails if any key is stored).
-// A failed compare is ErrConditionFailed and nothing is written. The server
+// A failed compare is ErrConditionFailed and nothing is written; the
+// error is an *engine.ConditionError naming the keys of the conditions
+// that failed (all of the batch's conditions when the txn has no writes
+// or no op to spare under --max-txn-ops to find out which). The server
 // reads the whole range of a RangeEmpty, values included, to decide it:
 // keep such ranges to one document or one queue.
+//
+// # Hot keys
+//
+// Writers of one document, stream or queue that keep colliding take
+// turns: the Store is an engine.Locker, and a write whose commit failed a
+// condition takes the lock of its key's prefix (engine.LockPrefix) and
+// runs again holding it. A lock is etcd's mutex recipe: a key per waiter
+// under the prefix's lock directory, <namespace> FF×64 "locks/" <prefix in
+// hex> "/" <lease id>, put with the store's lease; the oldest key holds
+// it. The directory lies in the namespace but above codec.Keyspace, so no
+// read, watch or delete of tipkv's meets it. Each batch is told which
+// locks its writer holds (engine.LockHolding) and adds, for each other
+// prefix its conditions are on, a compare that its lock directory is
+// empty: a writer that has not collided yet gives way to a holder instead
+// of overtaking it. The locks are advisory: every commit is still decided
+// by its conditions, a holder's own lock is not re-checked, and a lock
+// whose lease expired (its process died or lost the cluster for
+// Config.LockTTL) is simply gone.
 //
 // Reads are linearizable. An iterator reads in pages at the revision of its
 // first page, so a scan is one consistent view however long it takes;

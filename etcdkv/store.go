@@ -14,6 +14,7 @@ import (
 	"github.com/tipkv/tipkv/engine"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
 )
 
@@ -72,6 +73,12 @@ type Config struct {
 	// default is 256.
 	PageSize int
 
+	// LockTTL is how long the locks of a store whose process died, or
+	// lost the cluster, hold other writers up (the lease of its lock
+	// session, kept alive meanwhile; see Store.Lock). Rounded up to whole
+	// seconds. The default is 10 s.
+	LockTTL time.Duration
+
 	// Client, if set, is used instead of dialling Endpoints; the store does
 	// not close it. Where MaxRequestBytes is over 1.5 MiB, give the client
 	// a MaxCallSendMsgSize above it (its default is 2 MiB).
@@ -89,6 +96,7 @@ const (
 	DefaultMaxRequestBytes = 3 << 19 // 1.5 MiB
 	DefaultClockSkew       = time.Second
 	DefaultPageSize        = 256
+	DefaultLockTTL         = 10 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -109,6 +117,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PageSize <= 0 {
 		c.PageSize = DefaultPageSize
+	}
+	if c.LockTTL <= 0 {
+		c.LockTTL = DefaultLockTTL
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -155,6 +166,10 @@ type Store struct {
 	isClosed atomic.Bool
 	wg       sync.WaitGroup // calls and watches in flight
 
+	lmu    sync.Mutex           // guards sess
+	sess   *concurrency.Session // the lock session (lock.go), made at the first Lock
+	plocks procLocks            // the process's lock queues (lock.go)
+
 	onPage func(limit, got int) // tests: hears every page an iterator reads
 }
 
@@ -163,6 +178,7 @@ var (
 	_ engine.Sizer   = (*Store)(nil)
 	_ engine.Watcher = (*Store)(nil)
 	_ engine.Admin   = (*Store)(nil)
+	_ engine.Locker  = (*Store)(nil)
 	_ engine.Sizer   = (*snapshot)(nil)
 )
 
@@ -352,8 +368,9 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 
 // Close implements engine.Store. It cancels the requests in flight (a
 // commit among them fails with an error matching both ErrClosed and
-// ErrUnknownOutcome), waits for them, ends every watch and, unless the
-// client was given in Config, closes the client. Iterators and snapshots
+// ErrUnknownOutcome) and waits for locks (Lock fails with ErrClosed), waits
+// for them, ends every watch, revokes the lease of the store's locks and,
+// unless the client was given in Config, closes the client. Iterators and snapshots
 // still open report ErrClosed at their next call.
 func (s *Store) Close() error {
 	s.mu.Lock()
@@ -370,6 +387,7 @@ func (s *Store) Close() error {
 func (s *Store) close() error {
 	s.cancel()
 	s.wg.Wait()
+	s.closeSession()
 	if s.own {
 		return s.c.Close()
 	}
