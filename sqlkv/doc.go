@@ -11,8 +11,9 @@
 // Each batch is one transaction sent as one pipeline (plan.go says how
 // each condition holds until the commit); writers of a hot document,
 // stream or queue that collided take its advisory lock before they read it
-// again, so they wait their turn instead of failing (engine.Locker,
-// lock.go); each iterator reads one
+// again, and the others give way to it at commit, so they wait their turn
+// instead of failing (engine.Locker and engine.LockHolding, lock.go); each
+// iterator reads one
 // REPEATABLE READ view, paged with tight bounds (iter.go); changes are
 // pushed by LISTEN/NOTIFY for the key families in Config.NotifyFamilies
 // (by default those of documents, queue state and feeds, which

@@ -31,10 +31,31 @@ var _ engine.Locker = (*Store)(nil)
 
 // procLock is a lock's queue in this process: a token in ch while a
 // goroutine of the process holds or asks the server for it.
+//
+// A goroutine that unlocks while others of the process wait for the lock
+// passes its server lock on (passed: the connection whose session holds
+// it) instead of unlocking it, up to maxPasses times in a row: the next
+// holder then skips the unlock's and the lock's round trips, which cost
+// as much as the write they guard when a hot key's lock changes hands
+// inside a process. Only a Lock of that one prefix takes a passed lock; a
+// Lock of several unlocks it and queues on the server like any other, so
+// locks are still taken in order (a passed lock held while waiting for
+// another could deadlock).
 type procLock struct {
 	ch   chan struct{}
-	refs int // goroutines holding or waiting for it
+	refs int // goroutines holding or waiting for it; guarded by procLocks.mu
+
+	// Guarded by the token, and read by the goroutine whose unref ends
+	// the queue.
+	passed *pgxpool.Conn // the session holding the server lock, left to the next holder
+	passes int           // times the server lock was passed on in a row
 }
+
+// maxPasses is how many times in a row a process passes a server lock
+// from goroutine to goroutine before it unlocks it and queues again
+// behind other processes' waiters, so that a busy process does not keep a
+// lock from the others.
+const maxPasses = 8
 
 // procLocks are the process's lock queues, by lock id.
 type procLocks struct {
@@ -57,12 +78,29 @@ func (p *procLocks) ref(id [2]int32) *procLock {
 	return l
 }
 
+// unref leaves l's queue. The last to leave unlocks a server lock passed
+// to a waiter that left instead of taking it.
 func (p *procLocks) unref(id [2]int32, l *procLock) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if l.refs--; l.refs == 0 {
-		delete(p.m, id)
+	if l.refs--; l.refs > 0 {
+		p.mu.Unlock()
+		return
 	}
+	delete(p.m, id)
+	conn := l.passed
+	l.passed = nil
+	p.mu.Unlock()
+	if conn != nil {
+		unlockConn(conn)
+	}
+}
+
+// waiters reports whether goroutines other than the token's holder hold
+// a reference to l: they wait for its token.
+func (p *procLocks) waiters(l *procLock) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return l.refs > 1
 }
 
 // writerLockID is the lock of the writers of prefix: two int4 keys from
@@ -145,9 +183,50 @@ func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), wai
 		mine = append(mine, l)
 	}
 
+	// A lock passed on by a goroutine of this process (procLock).
+	var conn *pgxpool.Conn
+	for _, l := range mine {
+		if l.passed == nil {
+			continue
+		}
+		if len(ids) == 1 && !l.passed.Conn().IsClosed() {
+			conn = l.passed
+		} else {
+			unlockConn(l.passed)
+			l.passes = 0
+		}
+		l.passed = nil
+	}
+	if conn == nil {
+		var err error
+		if conn, err = s.lockConn(ctx, ids, &waited); err != nil {
+			return fail(err)
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if l := mine[0]; len(mine) == 1 && l.passes < maxPasses && s.plocks.waiters(l) && !s.closedFlag.Load() {
+				l.passed = conn
+				l.passes++
+			} else {
+				for _, l := range mine {
+					l.passes = 0
+				}
+				unlockConn(conn)
+			}
+			release()
+		})
+	}, waited, nil
+}
+
+// lockConn takes the server locks of ids on a connection of the pool and
+// returns it; on failure the connection is closed, with whatever its
+// session took.
+func (s *Store) lockConn(ctx context.Context, ids [][2]int32, waited *bool) (*pgxpool.Conn, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fail(fmt.Errorf("sqlkv: lock: acquire a connection: %w", err))
+		return nil, fmt.Errorf("sqlkv: lock: acquire a connection: %w", err)
 	}
 	drop := func() {
 		// The session's locks go with it.
@@ -158,24 +237,18 @@ func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), wai
 		var ok bool
 		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", id[0], id[1]).Scan(&ok); err != nil {
 			drop()
-			return fail(fmt.Errorf("sqlkv: lock: %w", err))
+			return nil, fmt.Errorf("sqlkv: lock: %w", err)
 		}
 		if ok {
 			continue
 		}
-		waited = true
+		*waited = true
 		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", id[0], id[1]); err != nil {
 			drop()
-			return fail(fmt.Errorf("sqlkv: lock: %w", err))
+			return nil, fmt.Errorf("sqlkv: lock: %w", err)
 		}
 	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			unlockConn(conn)
-			release()
-		})
-	}, waited, nil
+	return conn, nil
 }
 
 // unlockConn releases every lock the connection's session holds and gives
