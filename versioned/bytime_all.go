@@ -94,53 +94,12 @@ type docStep struct {
 }
 
 // walkTimes walks the documents of [q.Prefix, q.Prefix+1) after q.After
-// with one seek each, calling visit for each; visit returns false to stop.
-func (c *Collection[T]) walkTimes(r engine.Reader, q tipkv.Query, visit func(s docStep) (bool, error)) (err error) {
-	if err := q.Validate(); err != nil {
-		return err
-	}
-	if q.From != 0 || q.To != 0 {
-		return fmt.Errorf("%w: a read by time takes no version bounds", tipkv.ErrInvalid)
-	}
-	lo := appendEscaped(append([]byte(nil), c.prefix...), q.Prefix)
-	hi := codec.PrefixEnd(lo)
-	if q.After != "" {
-		id, err := parseIDCursor(q.After, c.prefix)
-		if err != nil {
-			return err
-		}
-		if next := codec.ImmediateSuccessor(nil, c.docPrefix(nil, id)); string(next) > string(lo) {
-			lo = next
-		}
-		if string(lo) >= string(hi) {
-			return nil
-		}
-	}
-	it, err := newIter(r, lo, hi, 1)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	for ok := it.First(); ok; ok = it.NextPrefix() {
-		k := it.Key()
-		id, v, err := decodeDocTail(k[len(c.prefix):])
-		if err != nil {
-			return fmt.Errorf("key %x: %w", k, err)
-		}
-		raw, err := it.Value()
-		if err != nil {
-			return err
-		}
-		more, err := visit(docStep{id: id, latest: v, ltime: c.fm.Parse(raw).Time, raw: raw, prefix: k[:len(k)-codec.NumberSize]})
-		if err != nil || !more {
-			return err
-		}
-	}
-	return it.Error()
+// with one seek each (walkLatest), calling visit for each; visit returns
+// false to stop.
+func (c *Collection[T]) walkTimes(r engine.Reader, q tipkv.Query, visit func(s docStep) (bool, error)) error {
+	return c.walkLatest(r, q, "a read by time", func(id string, v int64, k, raw []byte) (bool, error) {
+		return visit(docStep{id: id, latest: v, ltime: c.fm.Parse(raw).Time, raw: raw, prefix: k[:len(k)-codec.NumberSize]})
+	})
 }
 
 // versionAt returns the document's live version at t (ok false: none),

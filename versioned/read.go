@@ -396,12 +396,34 @@ func (c *Collection[T]) latestAllOf(r engine.Reader, q tipkv.Query) iter.Seq2[Do
 	}
 }
 
-func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc[T]) bool) (err error) {
+func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc[T]) bool) error {
+	count := 0
+	scratch := new(T)
+	return c.walkLatest(r, q, "LatestAll", func(id string, v int64, _, raw []byte) (bool, error) {
+		if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
+			return true, nil
+		}
+		d, err := c.doc(id, v, raw, kindAll, scratch)
+		if err != nil || !yield(d) {
+			return false, err
+		}
+		count++
+		return q.Limit <= 0 || count < q.Limit, nil
+	})
+}
+
+// walkLatest walks the latest version of each document of [q.Prefix,
+// q.Prefix+1) after the id of q.After, with one seek each (a skip-scan),
+// calling visit with the document's id, the version, its key and its
+// value (both valid until the next call); visit returns false to stop.
+// what names the read in the error for version bounds, which it does not
+// take.
+func (c *Collection[T]) walkLatest(r engine.Reader, q tipkv.Query, what string, visit func(id string, v int64, k, raw []byte) (bool, error)) (err error) {
 	if err := q.Validate(); err != nil {
 		return err
 	}
 	if q.From != 0 || q.To != 0 {
-		return fmt.Errorf("%w: LatestAll takes no version bounds", tipkv.ErrInvalid)
+		return fmt.Errorf("%w: %s takes no version bounds", tipkv.ErrInvalid, what)
 	}
 	lo := appendEscaped(append([]byte(nil), c.prefix...), q.Prefix)
 	hi := codec.PrefixEnd(lo)
@@ -426,8 +448,6 @@ func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc
 			err = cerr
 		}
 	}()
-	count := 0
-	scratch := new(T)
 	for ok := it.First(); ok; ok = it.NextPrefix() {
 		k := it.Key()
 		id, v, err := decodeDocTail(k[len(c.prefix):])
@@ -438,18 +458,8 @@ func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc
 		if err != nil {
 			return err
 		}
-		if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
-			continue
-		}
-		d, err := c.doc(id, v, raw, kindAll, scratch)
-		if err != nil {
+		if more, err := visit(id, v, k, raw); err != nil || !more {
 			return err
-		}
-		if !yield(d) {
-			return nil
-		}
-		if count++; q.Limit > 0 && count >= q.Limit {
-			return nil
 		}
 	}
 	return it.Error()
