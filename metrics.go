@@ -183,11 +183,16 @@ type QueueMetrics struct {
 
 	// Gauges: messages in the queue (ready, leased and delayed; dead
 	// letters apart), of them leased to a consumer now and delayed (not
-	// visible before their time), and dead letters.
+	// visible before their time), and dead letters. Read from memory, they
+	// are known only where the process is the queue's only writer (Pebble:
+	// Gauges is true); on a shared engine only the store knows them, they
+	// are 0 with Gauges false, the exporters leave them out, and the
+	// queue's Stats reads them from the store.
 	Depth       int64
 	Leased      int64
 	Delayed     int64
 	DeadLetters int64
+	Gauges      bool
 
 	// Counters: messages enqueued; deliveries (each message a Receive or
 	// Pop hands out, every time it does), of them redeliveries (after a

@@ -148,8 +148,9 @@
 // counters count this process's work since the queue was opened:
 // Enqueued (requeued dead letters included), Deliveries (every message
 // Receive or Pop hands out), Redeliveries (those of them delivered
-// before), Acks, DeadLettered. On a shared engine the gauges are 0: only
-// the store knows them, and Stats reads them.
+// before), Acks, DeadLettered. On a shared engine only the store knows
+// the gauges: QueueMetrics.Gauges is false, the exporters leave them out,
+// and Stats reads them (DeadLetters included) from the store.
 //
 // # Keys
 //

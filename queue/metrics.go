@@ -46,6 +46,7 @@ func (c *core) fill(m *tipkv.Metrics) {
 		DeadLetters:  c.m.dead.Load(),
 	}
 	if c.sm == nil {
+		qm.Gauges = true
 		c.mu.Lock()
 		qm.Depth = int64(c.depth())
 		qm.Leased, qm.Delayed = int64(c.nleased), int64(c.nwaiting)

@@ -395,15 +395,19 @@ type Stats struct {
 	// later time (released with a delay, or enqueued with EnqueueAt and
 	// reached by a read; on a shared engine every such message).
 	Delayed int
+	// DeadLetters is the number of the queue's dead letters (not counted
+	// in Len; see DeadLetters).
+	DeadLetters int
 }
 
 // Stats returns the queue's counters.
 //
 // On Pebble it reads only memory. On a shared engine (etcd, SQL) it reads
-// the store: the queue-state key and every live message, from the head to
-// the tail (one range read, of about n/page-size round trips for n
-// messages), so it costs in proportion to the queue's length; if the read
-// fails it returns the zero Stats (ReadStats returns the error).
+// the store: the queue-state key, every live message from the head to the
+// tail and the keys of the dead letters (range reads, of about
+// n/page-size round trips for n messages), so it costs in proportion to
+// the queue's length; if the read fails it returns the zero Stats
+// (ReadStats returns the error).
 func (q *Queue[T]) Stats() Stats {
 	st, _ := q.ReadStats()
 	return st
@@ -423,7 +427,7 @@ func (q *Queue[T]) ReadStats() (Stats, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Head: c.head(), Tail: c.next, Len: c.depth(), Leased: c.nleased, Delayed: c.nwaiting}
+	st := Stats{Head: c.head(), Tail: c.next, Len: c.depth(), Leased: c.nleased, Delayed: c.nwaiting, DeadLetters: int(c.m.dead.Load())}
 	if c.closed {
 		return st, fmt.Errorf("queue %q: stats: %w", c.name, tipkv.ErrClosed)
 	}

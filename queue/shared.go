@@ -474,7 +474,28 @@ func (c *core) statsShared() (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	if st.DeadLetters, err = c.countDead(); err != nil {
+		return Stats{}, err
+	}
 	return st, nil
+}
+
+// countDead counts the queue's dead letters in the store, reading their
+// keys.
+func (c *core) countDead() (n int, err error) {
+	it, err := engine.NewIterN(c.store, c.k.deadPrefix, c.k.deadEnd, 1024)
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, it.Error()
 }
 
 // checkOpen returns ErrClosed once the DB closed.

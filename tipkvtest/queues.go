@@ -740,7 +740,7 @@ func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b backend) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"fine"}, qValues(ms))
 	require.NoError(t, q.Ack(db, ms[0].ID))
-	require.Equal(t, queue.Stats{Head: 3, Tail: 3}, q.Stats())
+	require.Equal(t, queue.Stats{Head: 3, Tail: 3, DeadLetters: 1}, q.Stats(), "the dead letter counted apart from Len")
 
 	dead := qDead(t, q)
 	require.Len(t, dead, 1)
@@ -753,6 +753,7 @@ func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b backend) {
 	// Requeue: back at the tail with a new number and a fresh count.
 	require.NoError(t, q.Requeue(db, dead[0].Seq))
 	require.Empty(t, qDead(t, q))
+	require.Zero(t, q.Stats().DeadLetters)
 	ms, err = q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, "poison", ms[0].Value)

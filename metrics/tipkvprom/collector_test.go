@@ -146,15 +146,21 @@ func TestCollectorClosedDB(t *testing.T) {
 	require.ErrorIs(t, err, tipkv.ErrClosed)
 }
 
-// A shared engine has no engine figures: only the packages' sections.
+// A shared engine has no engine figures: only the packages' sections,
+// and of the queues' only the counters: their gauges are known to the
+// store alone (Stats reads them), and a 0 would say a queue with dead
+// letters has none.
 func TestCollectorWithoutEngineFigures(t *testing.T) {
 	db := tipkvtest.OpenShared(t, 1, nil)[0]
 	fixture.Queues(t, db)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(tipkvprom.NewCollector(db)))
-	n, err := testutil.GatherAndCount(reg, "tipkv_queue_depth")
+	n, err := testutil.GatherAndCount(reg, "tipkv_queue_enqueued_total")
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
+	n, err = testutil.GatherAndCount(reg, "tipkv_queue_depth", "tipkv_queue_dead_letters")
+	require.NoError(t, err)
+	require.Zero(t, n)
 	n, err = testutil.GatherAndCount(reg, "tipkv_disk_usage_bytes", "tipkv_lsm_tables")
 	require.NoError(t, err)
 	require.Zero(t, n)

@@ -91,6 +91,9 @@ func (x Metric) Points(m *tipkv.Metrics) []Point {
 	case x.Queue != nil:
 		out := make([]Point, 0, len(m.Queues))
 		for _, q := range m.Queues {
+			if x.Kind == Gauge && !q.Gauges {
+				continue // a shared engine's queue: only Stats knows them
+			}
 			out = append(out, Point{q.Name, x.Queue(q)})
 		}
 		return out
