@@ -1,0 +1,225 @@
+package etcdkv_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/etcdkv"
+	"github.com/tipkv/tipkv/queue"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Two producers and two consumers on one queue on etcd (issue 28: >= 2,000
+// msg/s), beside raw clientv3 doing the same by hand, in interleaved
+// rounds of one run:
+//
+//	cd etcdkv && go test -run '^$' -bench TipkvProducersConsumers -benchtime 20x -count 3 .
+//
+// pcPerUpdate messages per Enqueue and up to pcPerReceive per ReceiveWait
+// (acknowledged in one Ack), as sqlkv's benchmark of the same name;
+// pcRound messages a round, half from each producer.
+const pcPerUpdate, pcPerReceive, pcRound = 10, 100, 200
+
+// handles=2|4: with 2, the producers share one DB and the consumers
+// another (two etcdkv.Open, two clients: as a producing and a consuming
+// process); with 4, each has its own. The consumers run throughout; one
+// op is a round: the producers enqueue pcRound messages and the op ends
+// when the consumers have acknowledged them all, so its time is first
+// enqueue to last ack. msg/s and raw-msg/s are pcRound over the means.
+//
+// Raw, with as many clientv3 clients: a producer puts its 10 messages in
+// one txn of 10 puts (keys ordered by a sequence of its own; no compare,
+// as no tail is shared), a consumer reads the oldest 100 keys (a range of
+// limit 100), and takes them with one txn deleting them on condition that
+// each still has the revision it read (the loser of a race reads again);
+// finding none, it watches the queue's range from the revision it read.
+// That is a queue with no lease, no redelivery and no order across
+// producers: the least etcd work that moves a message from one process to
+// another, so the ratio is what tipkv's guarantees cost on top.
+func BenchmarkTipkvProducersConsumers(b *testing.B) {
+	for _, handles := range []int{2, 4} {
+		b.Run(fmt.Sprintf("handles=%d", handles), func(b *testing.B) {
+			tip, raw := tipkvPC(b, handles), rawPC(b, handles)
+			tOp, tBase := pairedAs(b, "raw", tip, raw)
+			b.ReportMetric(pcRound/(meanNs(tOp)/1e9), "msg/s")
+			b.ReportMetric(pcRound/(meanNs(tBase)/1e9), "raw-msg/s")
+		})
+	}
+}
+
+// pcRig runs two consumers until the benchmark ends and returns one
+// measured round: the producers' enqueue (one call of produce per
+// Update) and the wait until consumers report pcRound messages on acks.
+func pcRig(b *testing.B, produce func(p int) error, consume func(ctx context.Context, c int, acks chan<- int) error) func(int) time.Duration {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	b.Cleanup(func() { cancel(); wg.Wait() }) // before the DBs and clients close
+	acks := make(chan int, 1024)
+	errs := make(chan error, 4)
+	for c := range 2 {
+		wg.Go(func() {
+			if err := consume(ctx, c, acks); err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+		})
+	}
+	return func(int) time.Duration {
+		start := time.Now()
+		var pw sync.WaitGroup
+		for p := range 2 {
+			pw.Go(func() {
+				for range pcRound / 2 / pcPerUpdate {
+					if err := produce(p); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		for got := 0; got < pcRound; {
+			select {
+			case n := <-acks:
+				got += n
+			case err := <-errs:
+				b.Fatal(err)
+			case <-time.After(time.Minute):
+				b.Fatalf("a round: %d of %d messages acknowledged in a minute", got, pcRound)
+			}
+		}
+		el := time.Since(start)
+		pw.Wait()
+		select {
+		case n := <-acks:
+			b.Fatalf("%d messages more than were sent", n)
+		default:
+		}
+		return el
+	}
+}
+
+// pcHandles returns the handle of producer p and of consumer c: with two
+// handles the producers share 0 and the consumers 1; with four, 0-1 are
+// the producers' and 2-3 the consumers'.
+func pcHandles(handles int) (prod, cons func(int) int) {
+	if handles == 2 {
+		return func(int) int { return 0 }, func(int) int { return 1 }
+	}
+	return func(p int) int { return p }, func(c int) int { return 2 + c }
+}
+
+// tipkvPC is a round of queue.Enqueue and ReceiveWait+Ack on handles DBs.
+func tipkvPC(b *testing.B, handles int) func(int) time.Duration {
+	eps := etcdkv.ClusterForTest().Endpoints()
+	ns := etcdkv.NamespaceForTest(b)
+	qs := make([]*queue.Queue[benchDoc], handles)
+	dbs := make([]*tipkv.DB, handles)
+	for i := range handles {
+		dbs[i] = openDB(b, eps, ns, etcdkv.Config{})
+		q, err := queue.Open[benchDoc](dbs[i], "work", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		qs[i] = q
+	}
+	prod, cons := pcHandles(handles)
+	msgs := make([]benchDoc, pcPerUpdate)
+	for i := range msgs {
+		msgs[i] = benchValue
+	}
+	return pcRig(b, func(p int) error {
+		h := prod(p)
+		return qs[h].Enqueue(dbs[h], msgs...)
+	}, func(ctx context.Context, c int, acks chan<- int) error {
+		h := cons(c)
+		for {
+			ms, err := qs[h].ReceiveWait(ctx, pcPerReceive, time.Minute)
+			if err != nil {
+				return err
+			}
+			ids := make([]queue.ID, len(ms))
+			for i, m := range ms {
+				ids[i] = m.ID
+			}
+			if err := qs[h].Ack(dbs[h], ids...); err != nil {
+				return err
+			}
+			acks <- len(ms)
+		}
+	})
+}
+
+// rawPC is the same round by hand on handles clientv3 clients (see
+// BenchmarkTipkvProducersConsumers).
+func rawPC(b *testing.B, handles int) func(int) time.Duration {
+	eps := etcdkv.ClusterForTest().Endpoints()
+	pre := etcdkv.NamespaceForTest(b) + "raw/q/"
+	end := string(codec.PrefixEnd([]byte(pre)))
+	prod, cons := pcHandles(handles)
+	cs := make([]*clientv3.Client, handles)
+	for i := range cs {
+		cs[i] = rawClient(b, eps)
+	}
+	val, err := codec.Msgpack[benchDoc]{}.Append(nil, benchValue)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seq [2]int64 // each producer's own, touched by its goroutine alone
+	ops := [2][]clientv3.Op{make([]clientv3.Op, pcPerUpdate), make([]clientv3.Op, pcPerUpdate)}
+	return pcRig(b, func(p int) error {
+		c := cs[prod(p)]
+		seq[p]++
+		for j := range pcPerUpdate {
+			ops[p][j] = clientv3.OpPut(fmt.Sprintf("%s%016d/%d/%02d", pre, seq[p], p, j), string(val))
+		}
+		_, err := c.Txn(context.Background()).Then(ops[p]...).Commit()
+		return err
+	}, func(ctx context.Context, ci int, acks chan<- int) error {
+		c := cs[cons(ci)]
+		for {
+			resp, err := c.Get(ctx, pre, clientv3.WithRange(end), clientv3.WithLimit(pcPerReceive))
+			if err != nil {
+				return err
+			}
+			if len(resp.Kvs) == 0 {
+				if err := rawWaitChange(ctx, c, pre, end, resp.Header.Revision+1); err != nil {
+					return err
+				}
+				continue
+			}
+			cmps := make([]clientv3.Cmp, len(resp.Kvs))
+			dels := make([]clientv3.Op, len(resp.Kvs))
+			for i, kv := range resp.Kvs {
+				cmps[i] = clientv3.Compare(clientv3.ModRevision(string(kv.Key)), "=", kv.ModRevision)
+				dels[i] = clientv3.OpDelete(string(kv.Key))
+			}
+			tr, err := c.Txn(ctx).If(cmps...).Then(dels...).Commit()
+			if err != nil {
+				return err
+			}
+			if tr.Succeeded {
+				acks <- len(resp.Kvs)
+			}
+		}
+	})
+}
+
+// rawWaitChange waits for a change to [lo, hi) at or after revision rev.
+func rawWaitChange(ctx context.Context, c *clientv3.Client, lo, hi string, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for resp := range c.Watch(wctx, lo, clientv3.WithRange(hi), clientv3.WithRev(rev)) {
+		if err := resp.Err(); err != nil {
+			return err
+		}
+		if len(resp.Events) > 0 {
+			return nil
+		}
+	}
+	return ctx.Err()
+}
