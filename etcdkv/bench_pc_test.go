@@ -3,6 +3,9 @@ package etcdkv_test
 import (
 	"context"
 	"fmt"
+	"path"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +15,8 @@ import (
 	"github.com/tipkv/tipkv/etcdkv"
 	"github.com/tipkv/tipkv/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Two producers and two consumers on one queue on etcd (issue 28: >= 2,000
@@ -30,7 +35,10 @@ const pcPerUpdate, pcPerReceive, pcRound = 10, 100, 200
 // process); with 4, each has its own. The consumers run throughout; one
 // op is a round: the producers enqueue pcRound messages and the op ends
 // when the consumers have acknowledged them all, so its time is first
-// enqueue to last ack. msg/s and raw-msg/s are pcRound over the means.
+// enqueue to last ack. msg/s and raw-msg/s are pcRound over the means;
+// rpcs/msg and raw-rpcs/msg are the unary etcd requests each side sent
+// per message (watches, which are streams, not counted), with the
+// breakdown by method in the log.
 //
 // Raw, with as many clientv3 clients: a producer puts its 10 messages in
 // one txn of 10 puts (keys ordered by a sequence of its own; no compare,
@@ -44,10 +52,16 @@ const pcPerUpdate, pcPerReceive, pcRound = 10, 100, 200
 func BenchmarkTipkvProducersConsumers(b *testing.B) {
 	for _, handles := range []int{2, 4} {
 		b.Run(fmt.Sprintf("handles=%d", handles), func(b *testing.B) {
-			tip, raw := tipkvPC(b, handles), rawPC(b, handles)
+			var tipRPCs, rawRPCs rpcCount
+			tip, raw := tipkvPC(b, handles, &tipRPCs), rawPC(b, handles, &rawRPCs)
 			tOp, tBase := pairedAs(b, "raw", tip, raw)
 			b.ReportMetric(pcRound/(meanNs(tOp)/1e9), "msg/s")
 			b.ReportMetric(pcRound/(meanNs(tBase)/1e9), "raw-msg/s")
+			msgs := float64(pcRound * len(tOp))
+			b.ReportMetric(float64(tipRPCs.total())/msgs, "rpcs/msg")
+			b.ReportMetric(float64(rawRPCs.total())/msgs, "raw-rpcs/msg")
+			b.Logf("tipkv RPCs per 100 messages: %s", tipRPCs.per(msgs/100))
+			b.Logf("raw RPCs per 100 messages: %s", rawRPCs.per(msgs/100))
 		})
 	}
 }
@@ -114,13 +128,13 @@ func pcHandles(handles int) (prod, cons func(int) int) {
 }
 
 // tipkvPC is a round of queue.Enqueue and ReceiveWait+Ack on handles DBs.
-func tipkvPC(b *testing.B, handles int) func(int) time.Duration {
+func tipkvPC(b *testing.B, handles int, rpcs *rpcCount) func(int) time.Duration {
 	eps := etcdkv.ClusterForTest().Endpoints()
 	ns := etcdkv.NamespaceForTest(b)
 	qs := make([]*queue.Queue[benchDoc], handles)
 	dbs := make([]*tipkv.DB, handles)
 	for i := range handles {
-		dbs[i] = openDB(b, eps, ns, etcdkv.Config{})
+		dbs[i] = openDB(b, nil, ns, etcdkv.Config{Client: countedClient(b, eps, rpcs)})
 		q, err := queue.Open[benchDoc](dbs[i], "work", nil)
 		if err != nil {
 			b.Fatal(err)
@@ -156,14 +170,14 @@ func tipkvPC(b *testing.B, handles int) func(int) time.Duration {
 
 // rawPC is the same round by hand on handles clientv3 clients (see
 // BenchmarkTipkvProducersConsumers).
-func rawPC(b *testing.B, handles int) func(int) time.Duration {
+func rawPC(b *testing.B, handles int, rpcs *rpcCount) func(int) time.Duration {
 	eps := etcdkv.ClusterForTest().Endpoints()
 	pre := etcdkv.NamespaceForTest(b) + "raw/q/"
 	end := string(codec.PrefixEnd([]byte(pre)))
 	prod, cons := pcHandles(handles)
 	cs := make([]*clientv3.Client, handles)
 	for i := range cs {
-		cs[i] = rawClient(b, eps)
+		cs[i] = countedClient(b, eps, rpcs)
 	}
 	val, err := codec.Msgpack[benchDoc]{}.Append(nil, benchValue)
 	if err != nil {
@@ -222,4 +236,63 @@ func rawWaitChange(ctx context.Context, c *clientv3.Client, lo, hi string, rev i
 		}
 	}
 	return ctx.Err()
+}
+
+// rpcCount counts unary etcd requests by method. It is safe for
+// concurrent use.
+type rpcCount struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (c *rpcCount) add(method string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int64{}
+	}
+	c.n[method]++
+}
+
+func (c *rpcCount) total() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var t int64
+	for _, n := range c.n {
+		t += n
+	}
+	return t
+}
+
+// per is the counts divided by units, by method ("Txn 12.0 Range 3.0").
+func (c *rpcCount) per(units float64) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for m, n := range c.n {
+		parts = append(parts, fmt.Sprintf("%s %.1f", path.Base(m), float64(n)/units))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// countedClient is rawClient with every unary request counted in c (each
+// attempt, retries included).
+func countedClient(b *testing.B, endpoints []string, c *rpcCount) *clientv3.Client {
+	b.Helper()
+	cl, err := clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 5 * time.Second,
+		Logger:      zap.NewNop(), // not the canceled requests of the benchmark's end
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(
+			func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoke grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				c.add(method)
+				return invoke(ctx, method, req, reply, cc, opts...)
+			})},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cl.Close() })
+	return cl
 }
