@@ -13,6 +13,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/etcdkv"
+	"github.com/tipkv/tipkv/etcdkv/etcdtest"
 	"github.com/tipkv/tipkv/queue"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -38,7 +39,9 @@ const pcPerUpdate, pcPerReceive, pcRound = 10, 100, 200
 // enqueue to last ack. msg/s and raw-msg/s are pcRound over the means;
 // rpcs/msg and raw-rpcs/msg are the unary etcd requests each side sent
 // per message (watches, which are streams, not counted), with the
-// breakdown by method in the log.
+// breakdown by method in the log. handles=2,fsync=off is handles=2 on a
+// cluster of its own whose members do not fsync their logs: what the
+// figures are without the disk's sync in every Raft commit.
 //
 // Raw, with as many clientv3 clients: a producer puts its 10 messages in
 // one txn of 10 puts (keys ordered by a sequence of its own; no compare,
@@ -50,10 +53,26 @@ const pcPerUpdate, pcPerReceive, pcRound = 10, 100, 200
 // producers: the least etcd work that moves a message from one process to
 // another, so the ratio is what tipkv's guarantees cost on top.
 func BenchmarkTipkvProducersConsumers(b *testing.B) {
-	for _, handles := range []int{2, 4} {
-		b.Run(fmt.Sprintf("handles=%d", handles), func(b *testing.B) {
+	for _, bc := range []struct {
+		handles int
+		fsync   bool
+	}{{2, true}, {4, true}, {2, false}} {
+		name := fmt.Sprintf("handles=%d", bc.handles)
+		if !bc.fsync {
+			name += ",fsync=off"
+		}
+		b.Run(name, func(b *testing.B) {
+			eps := etcdkv.ClusterForTest().Endpoints()
+			if !bc.fsync {
+				cl, err := etcdtest.Start(etcdtest.Options{UnsafeNoFsync: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(cl.Close)
+				eps = cl.Endpoints()
+			}
 			var tipRPCs, rawRPCs rpcCount
-			tip, raw := tipkvPC(b, handles, &tipRPCs), rawPC(b, handles, &rawRPCs)
+			tip, raw := tipkvPC(b, eps, bc.handles, &tipRPCs), rawPC(b, eps, bc.handles, &rawRPCs)
 			tOp, tBase := pairedAs(b, "raw", tip, raw)
 			b.ReportMetric(pcRound/(meanNs(tOp)/1e9), "msg/s")
 			b.ReportMetric(pcRound/(meanNs(tBase)/1e9), "raw-msg/s")
@@ -127,9 +146,9 @@ func pcHandles(handles int) (prod, cons func(int) int) {
 	return func(p int) int { return p }, func(c int) int { return 2 + c }
 }
 
-// tipkvPC is a round of queue.Enqueue and ReceiveWait+Ack on handles DBs.
-func tipkvPC(b *testing.B, handles int, rpcs *rpcCount) func(int) time.Duration {
-	eps := etcdkv.ClusterForTest().Endpoints()
+// tipkvPC is a round of queue.Enqueue and ReceiveWait+Ack on handles DBs
+// on the cluster at eps.
+func tipkvPC(b *testing.B, eps []string, handles int, rpcs *rpcCount) func(int) time.Duration {
 	ns := etcdkv.NamespaceForTest(b)
 	qs := make([]*queue.Queue[benchDoc], handles)
 	dbs := make([]*tipkv.DB, handles)
@@ -170,8 +189,7 @@ func tipkvPC(b *testing.B, handles int, rpcs *rpcCount) func(int) time.Duration 
 
 // rawPC is the same round by hand on handles clientv3 clients (see
 // BenchmarkTipkvProducersConsumers).
-func rawPC(b *testing.B, handles int, rpcs *rpcCount) func(int) time.Duration {
-	eps := etcdkv.ClusterForTest().Endpoints()
+func rawPC(b *testing.B, eps []string, handles int, rpcs *rpcCount) func(int) time.Duration {
 	pre := etcdkv.NamespaceForTest(b) + "raw/q/"
 	end := string(codec.PrefixEnd([]byte(pre)))
 	prod, cons := pcHandles(handles)
