@@ -79,7 +79,7 @@ func TestLogsAndMetrics(t *testing.T) {
 		dbs := m.open(t, 1, &tipkv.Options{Clock: clock.Now, Logger: slog.New(&l)})
 		db := dbs[0]
 		q := openQ(t, db, "q", &queue.Options[int]{MaxAttempts: 2})
-		require.Equal(t, tipkv.QueueMetrics{Name: "q"}, queueMetrics(t, db, "q"), "registered at Open")
+		require.Equal(t, tipkv.QueueMetrics{Name: "q", Gauges: m.name == "pebble"}, queueMetrics(t, db, "q"), "registered at Open")
 
 		require.NoError(t, q.Enqueue(db, 1, 2, 3))
 		require.NoError(t, q.EnqueueAt(db, clock.Now().Add(time.Hour), 4))
@@ -90,7 +90,7 @@ func TestLogsAndMetrics(t *testing.T) {
 		if m.name == "pebble" {
 			got := queueMetrics(t, db, "q")
 			// (4 is not counted as delayed: no read has reached it.)
-			require.Equal(t, tipkv.QueueMetrics{Name: "q", Depth: 3, Leased: 1, Enqueued: 4, Deliveries: 2, Acks: 1}, got)
+			require.Equal(t, tipkv.QueueMetrics{Name: "q", Depth: 3, Leased: 1, Enqueued: 4, Deliveries: 2, Acks: 1, Gauges: true}, got)
 		}
 
 		// 2's lease expires: it comes back (a redelivery), then is released
@@ -122,15 +122,17 @@ func TestLogsAndMetrics(t *testing.T) {
 		got := queueMetrics(t, db, "q")
 		wantM := tipkv.QueueMetrics{Name: "q", Enqueued: 5, Deliveries: 5, Redeliveries: 1, Acks: 3, DeadLettered: 2}
 		if m.name == "pebble" {
-			wantM.DeadLetters = 2
+			wantM.DeadLetters, wantM.Gauges = 2, true
 		}
 		require.Equal(t, wantM, got)
 		require.Equal(t, 0, q.Len())
+		require.Equal(t, 2, q.Stats().DeadLetters, "on every engine")
 
 		require.NoError(t, q.Discard(db, 2))
 		if m.name == "pebble" {
 			require.Equal(t, int64(1), queueMetrics(t, db, "q").DeadLetters)
 		}
+		require.Equal(t, 1, q.Stats().DeadLetters)
 	})
 }
 
@@ -154,5 +156,5 @@ func TestMetricsAfterReopen(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	openQ(t, db, "q", &queue.Options[int]{MaxAttempts: 1})
-	require.Equal(t, tipkv.QueueMetrics{Name: "q", Depth: 2, DeadLetters: 1}, queueMetrics(t, db, "q"))
+	require.Equal(t, tipkv.QueueMetrics{Name: "q", Depth: 2, DeadLetters: 1, Gauges: true}, queueMetrics(t, db, "q"))
 }
