@@ -76,9 +76,11 @@ type Options struct {
 	// a commit-time condition failed, on a shared engine (etcd, SQL) where
 	// another process wrote what the function read. Negative: never. On
 	// Pebble no condition is ever sent and the function runs once. On an
-	// engine that can lock (engine.Locker: PostgreSQL), a write that
+	// engine that can lock (engine.Locker: PostgreSQL, etcd), a write that
 	// collided on a document, stream or queue runs again holding that
-	// key's lock, so writers of a hot key that collided wait their turn.
+	// key's lock (the wait for it is its pause), and writes that do not
+	// hold it give way at commit (engine.LockHolding), so writers of a hot
+	// key take turns: a write then needs about two attempts, not ten.
 	// The default is DefaultMaxRetries.
 	MaxRetries int
 
