@@ -28,6 +28,7 @@ func documentSharedCases() []testCase {
 		{"SharedWriters", checked(testSharedWriters)},
 		{"SharedPutIfAfterAnotherHandle", checked(testSharedPutIfAfterAnotherHandle)},
 		{"SharedFaults", checked(testSharedFaults)},
+		{"HotWritersTakeTurns", checked(testHotWritersTakeTurns)},
 	}
 }
 
