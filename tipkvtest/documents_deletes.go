@@ -27,14 +27,18 @@ func documentDeleteCases() []testCase {
 // continues after it, so a version number never comes back.
 func testDeleteWritesAMarker(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
-	require.NoError(t, users.Delete(db, "a"), "deleting a missing document is no error")
+	v, err := users.Delete(db, "a")
+	require.NoError(t, err, "deleting a missing document is no error")
+	require.Zero(t, v, "a missing document has no version")
 	require.Empty(t, testutil.Collect(t, users.History("a", tipkv.Query{})), "and writes nothing")
 
 	putN(t, users, db, "a", 3)
 	putN(t, users, db, "b", 2)
-	require.NoError(t, users.Delete(db, "a"))
+	v, err = users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), v, "the marker's version")
 
-	_, err := users.Latest("a")
+	_, err = users.Latest("a")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
 	require.ErrorContains(t, err, "delete marker at version 4")
 	_, err = users.Get("a", 4)
@@ -59,15 +63,17 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 	require.NoError(t, err)
 	require.Equal(t, int64(4), n, "the marker is a version kept")
 
-	// A second Delete writes nothing.
-	require.NoError(t, users.Delete(db, "a"))
+	// A second Delete writes nothing and returns the marker's version.
+	v, err = users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), v)
 	require.Equal(t, testutil.Range(4, 1), versionsOf(testutil.Collect(t, users.History("a", tipkv.Query{}))))
 
 	// A stale PutIf fails; PutIf(0) means "no live document".
 	_, err = users.PutIf(db, "a", person{}, 3)
 	require.ErrorIs(t, err, tipkv.ErrConflict)
 	require.ErrorContains(t, err, "latest version is 4 (a delete marker), expected 3")
-	v, err := users.PutIf(db, "a", person{Name: "again"}, 0)
+	v, err = users.PutIf(db, "a", person{Name: "again"}, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), v, "the next Put continues after the marker")
 	_, err = users.PutIf(db, "a", person{}, 0)
@@ -78,7 +84,9 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 	require.Equal(t, "again", d.Value.Name)
 
 	// PutIf on the marker's own version succeeds too.
-	require.NoError(t, users.Delete(db, "a"))
+	v, err = users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(6), v)
 	v, err = users.PutIf(db, "a", person{}, 6)
 	require.NoError(t, err)
 	require.Equal(t, int64(7), v)
@@ -90,16 +98,21 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 	// Delete then Put in one Update, and a Delete inside an Update that
 	// fails, which leaves nothing behind.
 	require.NoError(t, db.Update(func(bt *tipkv.Batch) error {
-		require.NoError(t, users.Delete(bt, "b"))
-		require.NoError(t, users.Delete(bt, "b"), "the second sees the first")
-		v, err := users.Put(bt, "b", person{Name: "b1"})
+		v, err := users.Delete(bt, "b")
+		require.NoError(t, err)
+		require.Equal(t, int64(3), v)
+		v, err = users.Delete(bt, "b")
+		require.NoError(t, err)
+		require.Equal(t, int64(3), v, "the second sees the first")
+		v, err = users.Put(bt, "b", person{Name: "b1"})
 		require.Equal(t, int64(4), v)
 		return err
 	}))
 	require.Equal(t, []bool{false, true, false, false}, deletedOf(testutil.Collect(t, users.History("b", tipkv.Query{}))))
 	boom := errors.New("boom")
 	require.ErrorIs(t, db.Update(func(bt *tipkv.Batch) error {
-		require.NoError(t, users.Delete(bt, "b"))
+		_, err := users.Delete(bt, "b")
+		require.NoError(t, err)
 		return boom
 	}), boom)
 	v, err = users.Put(db, "b", person{})
@@ -112,7 +125,9 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 	db, users := openPeople(t, b)
 	putN(t, users, db, "a", 5)
-	require.NoError(t, users.Delete(db, "a"))
+	v, err := users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(6), v)
 	n, err := users.Prune(db, "a", 1)
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)
@@ -122,11 +137,13 @@ func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 	n, err = users.PruneBefore(db, "a", 100)
 	require.NoError(t, err)
 	require.Zero(t, n)
-	require.NoError(t, users.Delete(db, "a"), "still deleted: nothing written")
+	v, err = users.Delete(db, "a")
+	require.NoError(t, err, "still deleted: nothing written")
+	require.Equal(t, int64(6), v, "the pruned history's marker")
 	_, err = users.Latest("a")
 	require.ErrorIs(t, err, tipkv.ErrNotFound)
 
-	v, err := users.Put(db, "a", person{})
+	v, err = users.Put(db, "a", person{})
 	require.NoError(t, err)
 	require.Equal(t, int64(7), v)
 
@@ -152,7 +169,10 @@ func testPruneAndPurgeAfterDelete(t *testing.T, b backend) {
 		v, err := users.Put(bt, "a", person{Name: "new"})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), v)
-		return users.Delete(bt, "a")
+		v, err = users.Delete(bt, "a")
+		require.NoError(t, err)
+		require.Equal(t, int64(2), v)
+		return err
 	}))
 	hist = testutil.Collect(t, users.History("a", tipkv.Query{}))
 	require.Equal(t, []bool{true, false}, deletedOf(hist))
