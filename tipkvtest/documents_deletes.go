@@ -2,11 +2,13 @@ package tipkvtest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/versioned"
 )
 
 // documentDeleteCases returns the tests of deleting and dropping versions:
@@ -15,6 +17,7 @@ import (
 func documentDeleteCases() []testCase {
 	return []testCase{
 		{"DeleteWritesAMarker", checked(testDeleteWritesAMarker)},
+		{"DeleteReturnsTheMarkersVersion", checked(testDeleteReturnsTheMarkersVersion)},
 		{"PruneAndPurgeAfterDelete", checked(testPruneAndPurgeAfterDelete)},
 		{"Prune", checked(testPrune)},
 		{"PruneBefore", checked(testPruneBefore)},
@@ -118,6 +121,98 @@ func testDeleteWritesAMarker(t *testing.T, b backend) {
 	v, err = users.Put(db, "b", person{})
 	require.NoError(t, err)
 	require.Equal(t, int64(5), v, "the failed Update's marker version is given back")
+}
+
+// Delete returns the version of the marker it wrote, the one Latest's
+// error names and History yields newest, alone and inside an Update (the
+// version returned in the Update is the one it commits); when it writes
+// nothing it returns 0 for a missing or purged document and the marker's
+// version for a deleted one.
+func testDeleteReturnsTheMarkersVersion(t *testing.T, b backend) {
+	db, users := openPeople(t, b)
+	marker := func(id string) versioned.Doc[person] {
+		t.Helper()
+		hist := testutil.Collect(t, users.History(id, tipkv.Query{Limit: 1}))
+		require.Len(t, hist, 1)
+		require.True(t, hist[0].Deleted, "%q: the newest version is a marker", id)
+		return hist[0]
+	}
+
+	v, err := users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Zero(t, v, "a missing document: nothing written, no version")
+
+	putN(t, users, db, "a", 2)
+	v, err = users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), v)
+	require.Equal(t, v, marker("a").Version)
+	_, err = users.Latest("a")
+	require.ErrorIs(t, err, tipkv.ErrNotFound)
+	require.ErrorContains(t, err, fmt.Sprintf("delete marker at version %d", v))
+	again, err := users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, v, again, "already deleted: nothing written, the marker's version")
+	n, err := users.Count("a")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+
+	// Inside an Update: a Put then a Delete, twice the same marker, and a
+	// Delete of a document the Update never saw written.
+	var inside, twice, missing int64
+	require.NoError(t, db.Update(func(bt *tipkv.Batch) error {
+		p, err := users.Put(bt, "a", person{Name: "back"})
+		require.NoError(t, err)
+		require.Equal(t, int64(4), p)
+		if inside, err = users.Delete(bt, "a"); err != nil {
+			return err
+		}
+		if twice, err = users.Delete(bt, "a"); err != nil {
+			return err
+		}
+		missing, err = users.Delete(bt, "none")
+		return err
+	}))
+	require.Equal(t, int64(5), inside, "the version after the Update's own Put")
+	require.Equal(t, inside, twice, "the second Delete sees the first's marker")
+	require.Zero(t, missing)
+	require.Equal(t, inside, marker("a").Version, "the version returned in the Update is the one committed")
+	require.Empty(t, testutil.Collect(t, users.History("none", tipkv.Query{})))
+
+	// An Update that fails gives the marker's version back.
+	boom := errors.New("boom")
+	require.ErrorIs(t, db.Update(func(bt *tipkv.Batch) error {
+		p, err := users.Put(bt, "a", person{})
+		require.NoError(t, err)
+		v, err := users.Delete(bt, "a")
+		require.NoError(t, err)
+		require.Equal(t, p+1, v)
+		return boom
+	}), boom)
+	require.Equal(t, inside, marker("a").Version)
+	p, err := users.Put(db, "a", person{})
+	require.NoError(t, err)
+	require.Equal(t, int64(6), p)
+	v, err = users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(7), v, "the failed Update's versions were given back")
+
+	// A marker written with metadata carries it; after Purge there is no
+	// version to return.
+	m := tipkv.Metadata{Author: "ada", Reason: "spam"}
+	putN(t, users, db, "b", 1)
+	v, err = users.Delete(tipkv.WithMetadata(db, m), "b")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), v)
+	got, err := marker("b").Metadata()
+	require.NoError(t, err)
+	require.Equal(t, m, got)
+	_, err = users.Purge(db, "b")
+	require.NoError(t, err)
+	v, err = users.Delete(db, "b")
+	require.NoError(t, err)
+	require.Zero(t, v, "a purged document: nothing written, no version")
+	require.Empty(t, testutil.Collect(t, users.History("b", tipkv.Query{})))
 }
 
 // Prune counts markers as versions and never drops the latest one;
