@@ -57,7 +57,8 @@ func TestHistoryTimesAndMetadata(t *testing.T) {
 	now = now.Add(time.Hour)
 	_, err = c.Put(tipkv.WithMetadata(db, tipkv.Metadata{Author: "ada", Reason: "typo", Headers: map[string]string{"k": "v"}}), "home", "b")
 	require.NoError(t, err)
-	require.NoError(t, c.Delete(db, "home"))
+	_, err = c.Delete(db, "home")
+	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
 	require.Equal(t, `VERSION  TIME                            AUTHOR  REASON  VALUE

@@ -46,7 +46,8 @@ func fill(t testing.TB, db *tipkv.DB) {
 	require.NoError(t, err)
 	_, err = orders.Put(db, "gone", order{Status: "placed"})
 	require.NoError(t, err)
-	require.NoError(t, orders.Delete(db, "gone"))
+	_, err = orders.Delete(db, "gone")
+	require.NoError(t, err)
 
 	feed, err := versioned.NewFeed[click](db, nil)
 	require.NoError(t, err)

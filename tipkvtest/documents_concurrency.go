@@ -192,7 +192,7 @@ func testConcurrentPutsAndDeletesAreDense(t *testing.T, b backend) {
 			for i := range each {
 				var err error
 				if (g+i)%4 == 0 {
-					err = users.Delete(db, "doc")
+					_, err = users.Delete(db, "doc")
 				} else {
 					_, err = users.Put(db, "doc", person{})
 				}

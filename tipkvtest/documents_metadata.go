@@ -50,7 +50,9 @@ func testMetadataRoundTrip(t *testing.T, b backend) {
 	require.NoError(t, err)
 	_, err = users.PutIf(tipkv.WithMetadata(db, job), "a", person{Name: "by the job"}, 2) // v3
 	require.NoError(t, err)
-	require.NoError(t, users.Delete(tipkv.WithMetadata(db, ada), "a")) // v4: a marker with metadata
+	v, err := users.Delete(tipkv.WithMetadata(db, ada), "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), v, "a marker with metadata")
 	require.NoError(t, db.Update(func(tx *tipkv.Batch) error {
 		if err := tx.SetMetadata(job); err != nil {
 			return err

@@ -165,9 +165,12 @@ func testDocumentModel(t *testing.T, b backend) {
 			}
 			return fmt.Sprintf("PruneBefore(%q, %d)", id, before), err
 		case r < 22:
-			err := users.Delete(w, id)
+			v, err := users.Delete(w, id)
 			if err == nil && mm.live(id) {
 				mm[id][mm.next(id)] = markerAge
+			}
+			if err == nil && v != mm.latest(id) {
+				return "", fmt.Errorf("model: Delete %q returned version %d, want %d", id, v, mm.latest(id))
 			}
 			return fmt.Sprintf("Delete(%q)", id), err
 		default:

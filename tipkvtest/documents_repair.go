@@ -38,7 +38,9 @@ func testRevert(t *testing.T, b backend) {
 	require.NoError(t, err)
 	require.Equal(t, tipkv.Metadata{Author: "ada", Reason: "revert to version 1", Headers: map[string]string{versioned.RevertHeader: "1"}}, m)
 
-	require.NoError(t, users.Delete(db, "p")) // 5
+	v, err = users.Delete(db, "p")
+	require.NoError(t, err)
+	require.Equal(t, int64(5), v)
 	_, err = users.Revert(db, "p", 5, tipkv.Metadata{})
 	require.ErrorIs(t, err, tipkv.ErrNotFound, "a delete marker has no value to restore")
 	_, err = users.Revert(db, "p", 9, tipkv.Metadata{})
@@ -67,7 +69,8 @@ func testUndelete(t *testing.T, b backend) {
 	require.NoError(t, err)
 	_, err = users.Undelete(db, "p", tipkv.Metadata{})
 	require.ErrorIs(t, err, tipkv.ErrConflict, "not deleted")
-	require.NoError(t, users.Delete(db, "p"))
+	_, err = users.Delete(db, "p")
+	require.NoError(t, err)
 	v, err := users.Undelete(db, "p", tipkv.Metadata{Author: "bob"})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), v)

@@ -64,7 +64,7 @@ func testKeepVersions(t *testing.T, b backend) {
 				id := ids[(i+j)%len(ids)]
 				var err error
 				if j%10 == 9 {
-					err = wr.c.Delete(wr.w, id)
+					_, err = wr.c.Delete(wr.w, id)
 				} else {
 					_, err = wr.c.Put(wr.w, id, person{Name: fmt.Sprint(i, "-", j)})
 				}
@@ -100,7 +100,8 @@ func testKeepVersions(t *testing.T, b backend) {
 	// A smaller bound applies at the next write of each document.
 	db = b.Reopen(t, db, nil)
 	users = keeping(t, db, 1)
-	require.NoError(t, users.Delete(db, "a"))
+	_, err = users.Delete(db, "a")
+	require.NoError(t, err)
 	hist := requireDense(t, users, "a")
 	require.Len(t, hist, 1)
 	require.True(t, hist[0].Deleted, "the marker is the one version kept")

@@ -108,7 +108,7 @@ func testSharedWriters(t *testing.T, b backend) {
 							record(id, v, tag)
 						}
 					case r < 9:
-						err = users.Delete(db, id)
+						_, err = users.Delete(db, id)
 					default:
 						_, err = users.Prune(db, id, 3+rng.IntN(3))
 					}
@@ -185,14 +185,20 @@ func testSharedPutIfAfterAnotherHandle(t *testing.T, b backend) {
 	require.ErrorIs(t, err, tipkv.ErrConflict)
 	require.ErrorContains(t, err, "latest version is 8, expected 7", "the conflict is the store's, read after the failed commit")
 
-	require.NoError(t, bb.Delete(dbB, "x")) // marker at 9
+	v, err = bb.Delete(dbB, "x")
+	require.NoError(t, err)
+	require.Equal(t, int64(9), v)
 	v, err = a.PutIf(dbA, "x", person{}, 0)
 	require.NoError(t, err, "no live document: the latest is a marker")
 	require.Equal(t, int64(10), v)
 
-	require.NoError(t, a.Delete(dbA, "x")) // marker at 11
+	v, err = a.Delete(dbA, "x")
+	require.NoError(t, err)
+	require.Equal(t, int64(11), v)
 	put(bb, dbB, 12)
-	require.NoError(t, a.Delete(dbA, "x"), "A remembered a marker: the Delete is guarded, fails, reads")
+	v, err = a.Delete(dbA, "x")
+	require.NoError(t, err, "A remembered a marker: the Delete is guarded, fails, reads")
+	require.Equal(t, int64(13), v, "the version of the marker its rerun wrote")
 	hist := testutil.Collect(t, a.History("x", tipkv.Query{Limit: 2}))
 	require.Equal(t, []int64{13, 12}, versionsOf(hist))
 	require.Equal(t, []bool{true, false}, deletedOf(hist))
@@ -276,6 +282,7 @@ func testSharedFaults(t *testing.T, b backend) {
 		runs, wrongPutIf, update := 1, false, false
 		var err error
 		var p int64
+		marked, wantMarked := int64(0), int64(-1) // a Delete's version, and the model's
 		switch r := rng.IntN(10); {
 		case r < 4:
 			_, err = users.Put(db, id, person{Age: step})
@@ -297,10 +304,11 @@ func testSharedFaults(t *testing.T, b backend) {
 				mm[id][mm.next(id)] = step
 			}
 		case r < 7:
-			err = users.Delete(db, id)
+			marked, err = users.Delete(db, id)
 			if mm.live(id) {
 				mm[id][mm.next(id)] = markerAge
 			}
+			wantMarked = mm.latest(id)
 		case r < 8:
 			p, err = feed.Append(db, "s", step)
 		default:
@@ -311,12 +319,15 @@ func testSharedFaults(t *testing.T, b backend) {
 				if _, err := users.Put(bt, id, person{Age: step}); err != nil {
 					return err
 				}
-				return users.Delete(bt, other)
+				var err error
+				marked, err = users.Delete(bt, other) // the last run's is the one committed
+				return err
 			})
 			mm[id][mm.next(id)] = step
 			if mm.live(other) {
 				mm[other][mm.next(other)] = markerAge
 			}
+			wantMarked = mm.latest(other)
 		}
 		conds, applied, lost := fs.Conditions.Load()-c0, fs.Applied.Load()-a0, fs.Lost.Load()-l0
 		stale := below.FailedConditions() - f0
@@ -341,6 +352,9 @@ func testSharedFaults(t *testing.T, b backend) {
 		default:
 			require.NoError(t, err, where)
 			require.Zero(t, applied+lost, where)
+			if wantMarked >= 0 {
+				require.Equal(t, wantMarked, marked, "%s: the version Delete returned", where)
+			}
 			m = mm
 			if p != 0 {
 				_, dup := events[p]

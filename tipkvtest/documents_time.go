@@ -58,7 +58,9 @@ func testCommitTimes(t *testing.T, b backend) {
 	clock.Set(t0.Add(-time.Hour)) // backwards
 	put("a", 2)
 	clock.Set(t0.Add(-2 * time.Hour))
-	require.NoError(t, users.Delete(db, "a"))
+	v, err := users.Delete(db, "a")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), v)
 	clock.Set(t0.Add(time.Hour))
 	put("a", 4)
 	put("b", 1) // another document: its own clock reading, no order with "a"
@@ -171,7 +173,7 @@ func testCommitTimesSkewedClocks(t *testing.T, b backend) {
 		var err error
 		switch i {
 		case 3:
-			err = c.Delete(db, "x")
+			_, err = c.Delete(db, "x")
 		case 4:
 			_, err = c.PutIf(db, "x", person{Age: i}, 0)
 		default:
@@ -225,7 +227,8 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 		_, err = bb.Purge(dbB, "y")
 		require.NoError(t, err)
 		putN(t, bb, dbB, "y", 2)
-		require.NoError(t, a.Delete(dbA, "y"))
+		_, err = a.Delete(dbA, "y")
+		require.NoError(t, err)
 		requireTimesIncrease(t, testutil.Collect(t, a.History("y", tipkv.Query{})))
 	}
 }
@@ -300,7 +303,8 @@ func testTimeModel(t *testing.T, b backend) {
 			v, at := next(id, now)
 			model[id] = append(model[id], timedVersion{v: v, at: at, value: name})
 		case r < 15:
-			require.NoError(t, users.Delete(db, id))
+			_, err = users.Delete(db, id)
+			require.NoError(t, err)
 			if l, ok := last(id); ok && !l.deleted {
 				v, at := next(id, now)
 				model[id] = append(model[id], timedVersion{v: v, at: at, deleted: true})

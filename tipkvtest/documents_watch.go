@@ -151,9 +151,11 @@ func testWatchShowsDeletePruneAndPurge(t *testing.T, b backend) {
 		require.NoError(t, err)
 	}
 	p.expect(put(1, "1"), put(2, "2"), put(3, "3"))
-	require.NoError(t, users.Delete(db, "d"))
+	v, err := users.Delete(db, "d")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), v)
 	p.expect(change{kind: versioned.ChangeDelete, v: 4, deleted: true})
-	_, err := users.Put(db, "d", person{Name: "5"})
+	_, err = users.Put(db, "d", person{Name: "5"})
 	require.NoError(t, err)
 	p.expect(put(5, "5"))
 	dropped, err := users.Prune(db, "d", 2)

@@ -58,7 +58,7 @@ func testDocumentBadInput(t *testing.T, b backend) {
 		"AsOf":        func() error { _, err := blobs.AsOf("", 1); return err },
 		"Count":       func() error { _, err := blobs.Count(""); return err },
 		"LatestMany":  func() error { _, err := blobs.LatestMany("a", ""); return err },
-		"Delete":      func() error { return blobs.Delete(db, "") },
+		"Delete":      func() error { _, err := blobs.Delete(db, ""); return err },
 		"Prune":       func() error { _, err := blobs.Prune(db, "", 1); return err },
 		"Prune 0":     func() error { _, err := blobs.Prune(db, "a", 0); return err },
 		"PruneBefore": func() error { _, err := blobs.PruneBefore(db, "", 1); return err },
@@ -183,7 +183,7 @@ func testCallsAfterClose(t *testing.T, b backend) {
 	for name, call := range map[string]func() error{
 		"Put":         func() error { _, err := users.Put(db, "a", person{}); return err },
 		"PutIf":       func() error { _, err := users.PutIf(db, "a", person{}, 1); return err },
-		"Delete":      func() error { return users.Delete(db, "a") },
+		"Delete":      func() error { _, err := users.Delete(db, "a"); return err },
 		"Prune":       func() error { _, err := users.Prune(db, "a", 1); return err },
 		"Purge":       func() error { _, err := users.Purge(db, "a"); return err },
 		"Latest":      func() error { _, err := users.Latest("a"); return err },
@@ -280,7 +280,7 @@ func testWriteOnTheDBInsideUpdate(t *testing.T, b backend) {
 		for name, write := range map[string]func() error{
 			"Put":    func() error { _, err := users.Put(db, "held", person{}); return err },
 			"PutIf":  func() error { _, err := users.PutIf(db, "held", person{}, 0); return err },
-			"Delete": func() error { return users.Delete(db, "held") },
+			"Delete": func() error { _, err := users.Delete(db, "held"); return err },
 			"Prune":  func() error { _, err := users.Prune(db, "held", 1); return err },
 			"Purge":  func() error { _, err := users.Purge(db, "held"); return err },
 			"Trim":   func() error { return feed.Trim(db, "held", 0) },

@@ -490,21 +490,25 @@ func (c *Collection[T]) lock(tx *link.Tx, prefix []byte, id string) (*docEntry, 
 }
 
 // Delete deletes the document id by writing a delete marker as its next
-// version (latest+1): its history stays, and version numbers are never
-// reused. Afterwards Latest is ErrNotFound, and so are Get of the marker's
-// version and AsOf of any version from it on; History shows the marker as
-// a Doc with Deleted set; LatestAll and LatestMany skip the document. The
-// next Put writes the version after the marker.
+// version (latest+1), and returns the marker's version: the version
+// History then shows for the marker. Its history stays, and version
+// numbers are never reused. Afterwards Latest is ErrNotFound, and so are
+// Get of the marker's version and AsOf of any version from it on; History
+// shows the marker as a Doc with Deleted set; LatestAll and LatestMany
+// skip the document. The next Put writes the version after the marker.
 //
 // Deleting a document that is missing, purged or already deleted writes
-// nothing and is not an error. Prune drops a marker like any other
-// version, but never the latest one; Purge drops the history, marker
-// included. w is the DB or a Batch, as for Put. On a shared engine the
-// marker, or the decision to write none, is checked at commit as Put's
-// version is.
-func (c *Collection[T]) Delete(w tipkv.Writer, id string) error {
-	_, err := c.del(w, id, -1)
-	return err
+// nothing and is not an error: a missing or purged document returns 0 (it
+// has no version), an already deleted one the version of the marker that
+// deleted it (its latest version, unchanged). Prune drops a marker like
+// any other version, but never the latest one; Purge drops the history,
+// marker included. w is the DB or a Batch, as for Put: inside an Update
+// the version returned is the one the Update commits, and a later Delete
+// of the document in the same Update sees the marker and returns its
+// version again. On a shared engine the marker, or the decision to write
+// none, is checked at commit as Put's version is.
+func (c *Collection[T]) Delete(w tipkv.Writer, id string) (int64, error) {
+	return c.del(w, id, -1)
 }
 
 // DeleteIf is Delete on the condition that the document's latest version

@@ -98,9 +98,11 @@
 //     marker included (a stale PutIf(3) fails after a Delete at 4), and
 //     expected 0 means "no live document now": never written, purged, or
 //     deleted.
-//   - Delete of a missing or already deleted document writes nothing and
-//     is not an error. Prune and PruneBefore count markers as versions and
-//     never drop the latest version, marker or not.
+//   - Delete returns the marker's version, as DeleteIf does. Delete of a
+//     missing or already deleted document writes nothing and is not an
+//     error: it returns 0 for a missing (or purged) document, the marker's
+//     version for a deleted one. Prune and PruneBefore count markers as
+//     versions and never drop the latest version, marker or not.
 //   - Purge drops every version, marker included. It is the one call after
 //     which versions start again at 1.
 //

@@ -237,10 +237,12 @@ func ExampleCollection_Delete() {
 	pages, _ := versioned.NewCollection[string](db, "pages", nil)
 	_, _ = pages.Put(db, "home", "hello")
 	_, _ = pages.Put(db, "home", "hello, world")
-	if err := pages.Delete(db, "home"); err != nil {
+	marker, err := pages.Delete(db, "home")
+	if err != nil {
 		log.Fatal(err)
 	}
-	_, err := pages.Latest("home")
+	fmt.Println("delete marker at version", marker)
+	_, err = pages.Latest("home")
 	fmt.Println(err)
 	for d := range pages.History("home", tipkv.Query{}) {
 		fmt.Printf("version %d deleted=%v %q\n", d.Version, d.Deleted, d.Value)
@@ -250,6 +252,7 @@ func ExampleCollection_Delete() {
 	v, _ := pages.PutIf(db, "home", "back again", 0) // 0: no live document
 	fmt.Println("recreated as version", v)
 	// Output:
+	// delete marker at version 3
 	// tipkv: not found: collection "pages", id "home": deleted (delete marker at version 3)
 	// version 3 deleted=true ""
 	// version 2 deleted=false "hello, world"

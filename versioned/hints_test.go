@@ -94,7 +94,8 @@ func TestLatestReadsTeachTheVersionCache(t *testing.T) {
 	users := newUsers(t, db)
 	putN(t, users, db, "a", 5)
 	putN(t, users, db, "b", 2)
-	require.NoError(t, users.Delete(db, "b"))
+	_, err = users.Delete(db, "b")
+	require.NoError(t, err)
 	require.NoError(t, db.Close())
 
 	db, err = tipkv.Open(dir, &tipkv.Options{NoSync: true})

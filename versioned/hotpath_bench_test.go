@@ -109,8 +109,9 @@ func BenchmarkHotPath(b *testing.B) {
 		b.ReportAllocs()
 		for i := range b.N {
 			id := ids[i%len(ids)]
-			check(b, c.Delete(db, id))
-			_, err := c.Put(db, id, val)
+			_, err := c.Delete(db, id)
+			check(b, err)
+			_, err = c.Put(db, id, val)
 			check(b, err)
 		}
 	})

@@ -213,8 +213,8 @@ func TestSharedWritesReadOnlyWithoutAHint(t *testing.T) {
 	step("Put with a hint", 0, func() error { _, err := users.Put(db, "a", user{}); return err })
 	step("PutIf that agrees with the hint", 0, func() error { _, err := users.PutIf(db, "a", user{}, 2); return err })
 	step("PutIf with no hint", 0, func() error { _, err := users.PutIf(db, "b", user{}, 0); return err })
-	step("Delete with a hint", 0, func() error { return users.Delete(db, "a") })
-	step("Delete of a deleted document", 0, func() error { return users.Delete(db, "a") })
+	step("Delete with a hint", 0, func() error { _, err := users.Delete(db, "a"); return err })
+	step("Delete of a deleted document", 0, func() error { _, err := users.Delete(db, "a"); return err })
 	step("Prune with hints", 0, func() error { _, err := users.Prune(db, "a", 1); return err })
 	step("Put after a Prune", 0, func() error { _, err := users.Put(db, "a", user{}); return err })
 	step("PutIf that disagrees with the hint", 1, func() error {
