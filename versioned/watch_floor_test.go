@@ -92,13 +92,14 @@ func watchLockStep(tb testing.TB, c *versioned.Collection[[]byte], db *tipkv.DB,
 	}
 }
 
-// startWatch watches document "doc" of c from its first version until the
-// test ends.
-func startWatch(tb testing.TB, c *versioned.Collection[[]byte]) func() (versioned.Change[[]byte], error, bool) {
+// startWatch watches document "doc" of c from its first version until
+// stop is called or the test ends.
+func startWatch(tb testing.TB, c *versioned.Collection[[]byte]) (next func() (versioned.Change[[]byte], error, bool), stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	next, stop := iter.Pull2(c.Watch(ctx, "doc", 0))
-	tb.Cleanup(func() { cancel(); stop() })
-	return next
+	next, stopPull := iter.Pull2(c.Watch(ctx, "doc", 0))
+	stop = func() { cancel(); stopPull() }
+	tb.Cleanup(stop)
+	return next, stop
 }
 
 // TestWatchSkipsDroppedVersions is issue 30's defect without a clock: with
@@ -130,7 +131,7 @@ func TestWatchSkipsDroppedVersions(t *testing.T) {
 			db, _ := testutil.OpenDir(t, &tipkv.Options{NoSync: true})
 			c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}, KeepVersions: tc.keep})
 			require.NoError(t, err)
-			next := startWatch(t, c)
+			next, _ := startWatch(t, c)
 			watchLockStep(t, c, db, next, tc.put, func(i int) {
 				if i == tc.put-100 {
 					pc.start()
@@ -151,13 +152,14 @@ func TestWatchSkipsDroppedVersions(t *testing.T) {
 // version it saw) still finds the oldest version when a Purge and new
 // versions, in one batch, put versions below that floor: it reports the
 // Purge and delivers the new versions from 1, as it did when it read the
-// whole range. Without the probe of the version under the floor, it took
-// the floor, 8, for the oldest version and reported 1 to 7 pruned.
+// whole range. Had it not read the whole range again on finding version
+// 7, under its floor, it would have taken 8 for the oldest version and
+// reported 1 to 7 pruned.
 func TestWatchFloorSeesPurge(t *testing.T) {
 	db, _ := testutil.OpenDir(t, &tipkv.Options{NoSync: true})
 	c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}})
 	require.NoError(t, err)
-	next := startWatch(t, c)
+	next, _ := startWatch(t, c)
 	watchLockStep(t, c, db, next, 10, nil)
 	_, err = c.Prune(db, "doc", 3)
 	require.NoError(t, err)
