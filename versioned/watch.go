@@ -237,7 +237,9 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 // since its last flush): 97% of a watcher's time with KeepVersions 64 in
 // issue 30's profile. The floor is the oldest version the watcher saw
 // last, or before it saw one, on an exclusive engine, the KeepVersions-th
-// newest version (one more seek). Any floor f gives the same changes as
+// newest version (one more seek; on a shared engine a round trip, which a
+// watcher of a document with no version would pay at every poll). Any
+// floor f gives the same changes as
 // the whole range: watchReadFrom reads the versions [f-1, MaxInt64] of
 // one view, and versions are dense from the oldest to the latest, so
 //
