@@ -166,7 +166,8 @@
 // never overlap and never pile up in the memtable, where each would slow
 // every new read. A read that walks to the oldest version (a whole
 // History, Count) still steps over the tombstones of a document's recent
-// drops until compaction removes them.
+// drops until compaction removes them; a wake-up of Watch does not: it
+// reads from the oldest version it found last (see watch.go).
 //
 // # Exclusive and shared engines
 //

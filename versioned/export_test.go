@@ -52,6 +52,13 @@ func TraceDeletes(f func(lo, hi []byte)) (restore func()) {
 	return knobs.Set(&knobs.Versioned.TraceDelete, f)
 }
 
+// SetWatchWholeRange makes every Watch of a DB opened afterwards find the
+// oldest version over the document's whole range, as before issue 30's
+// fix, until the returned function is called (after those DBs close).
+func SetWatchWholeRange(on bool) (restore func()) {
+	return knobs.Set(&knobs.Versioned.WatchWholeRange, on)
+}
+
 // SetDropRangeMin sets the fewest versions or events dropped with one
 // range delete, until the returned function is called.
 func SetDropRangeMin(n int) (restore func()) { return knobs.Set(&knobs.Versioned.DropRangeMin, n) }

@@ -84,7 +84,10 @@ const (
 // document again every Caps.PollInterval (a second if unset), so a version
 // written by another process arrives within that interval. Each wake-up
 // reads the document's newest and oldest versions and the new ones: one
-// iterator, one view.
+// iterator, one view, whose range starts at the oldest version the last
+// wake-up found, so that finding the oldest version costs the versions
+// dropped since then, not all the dropped versions the engine still holds
+// as tombstones.
 //
 // The iteration ends when the consumer stops, with ctx.Err() as the last
 // pair when ctx ends, with an error matching tipkv.ErrClosed when the DB
@@ -209,47 +212,112 @@ func (c *Collection[T]) watchErr(ctx context.Context, id string, err error) erro
 
 // watchRead reads the document once and returns the changes to deliver
 // after st, moving st past them; more says that more versions are ready
-// to be read at once.
+// to be read at once. It reads from a floor (see watchFloor) and reads
+// again over the whole range, from a new view, when the floor's range
+// cannot tell the oldest version.
 func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st *watchState) (changes []Change[T], more bool, err error) {
-	it, err := newIter(c.store, prefix, hi, 2)
+	f, err := c.watchFloor(prefix, st)
 	if err != nil {
 		return nil, false, err
 	}
+	for {
+		changes, more, whole, err := c.watchReadFrom(id, prefix, hi, e, st, f)
+		if !whole {
+			return changes, more, err
+		}
+		f = 0
+	}
+}
+
+// watchFloor returns the floor a wake-up of a Watch in state st reads the
+// document under prefix from (0: none, the whole range). Finding the
+// oldest version with Last walks back from the end of the iterator's
+// range over every dropped version still in the engine as a tombstone (a
+// memtable of Pebble's holds one for each version KeepVersions dropped
+// since its last flush): 97% of a watcher's time with KeepVersions 64 in
+// issue 30's profile. The floor is the oldest version the watcher saw
+// last, or before it saw one, on an exclusive engine, the KeepVersions-th
+// newest version (one more seek; on a shared engine a round trip, which a
+// watcher of a document with no version would pay at every poll). Any
+// floor f gives the same changes as
+// the whole range: watchReadFrom reads the versions [f-1, MaxInt64] of
+// one view, and versions are dense from the oldest to the latest, so
+//
+//	version f-1 not in it   Last finds the oldest version (at or above f),
+//	                        having stepped over the versions dropped in
+//	                        [f-1, oldest) only
+//	version f-1 in it       the oldest may be below (a Purge and new
+//	(or no version at all)  versions, a handle with another KeepVersions):
+//	                        read again over the whole range
+func (c *Collection[T]) watchFloor(prefix []byte, st *watchState) (int64, error) {
+	switch {
+	case knobs.Versioned.WatchWholeRange:
+		return 0, nil
+	case st.oldest > 0:
+		return st.oldest, nil
+	case c.keep > 0 && !c.shared:
+		nv, err := newestVersion(c.store, prefix, false)
+		if err != nil {
+			return 0, err
+		}
+		return nv.v - c.keep + 1, nil
+	}
+	return 0, nil
+}
+
+// watchReadFrom is watchRead from floor f (see watchFloor); whole says
+// that the versions from f cannot tell the oldest version: read again with
+// no floor. Nothing is changed in st then.
+func (c *Collection[T]) watchReadFrom(id string, prefix, hi []byte, e *docEntry, st *watchState, f int64) (changes []Change[T], more, whole bool, err error) {
+	end := hi
+	if f > 1 {
+		end = numberKey(prefix, f-2) // versions [f-1, MaxInt64]
+	}
+	it, err := newIter(c.store, prefix, end, 2)
+	if err != nil {
+		return nil, false, false, err
+	}
 	defer func() {
 		if cerr := it.Close(); err == nil && cerr != nil {
-			changes, more, err = nil, false, cerr
+			changes, more, whole, err = nil, false, false, cerr
 		}
 	}()
+	found := it.First()
+	if !found && f > 1 && it.Error() == nil {
+		return nil, false, true, nil
+	}
 	var latest, oldest int64
 	var latestHash uint64
-	found := it.First()
 	// The view is taken: what this process has made visible in it and not
 	// yet durable is known now (see writer).
 	bound, ok := c.w.watchBound(e)
 	if !ok {
-		return nil, false, nil // a Purge in flight, or nothing known of a write in flight
+		return nil, false, false, nil // a Purge in flight, or nothing known of a write in flight
 	}
 	bounded := bound < math.MaxInt64
 	if found {
 		if latest, err = numberOf(it.Key(), len(prefix)); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		raw, err := it.Value()
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		latestHash = maphash.Bytes(st.seed, raw)
 		if !it.Last() {
 			if err := it.Error(); err != nil {
-				return nil, false, err
+				return nil, false, false, err
 			}
-			return nil, false, fmt.Errorf("%w: no oldest version under the latest %d", tipkv.ErrCorrupt, latest)
+			return nil, false, false, fmt.Errorf("%w: no oldest version under the latest %d", tipkv.ErrCorrupt, latest)
 		}
 		if oldest, err = numberOf(it.Key(), len(prefix)); err != nil {
-			return nil, false, err
+			return nil, false, false, err
+		}
+		if f > 1 && oldest < f {
+			return nil, false, true, nil // version f-1: the oldest may be below
 		}
 	} else if err := it.Error(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 
 	// A Purge: fewer versions than delivered, an older oldest, or another
@@ -260,15 +328,15 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 		h := latestHash
 		if latest > st.next-1 {
 			if !it.SeekGE(numberKey(prefix, st.next-1)) {
-				return nil, false, it.Error()
+				return nil, false, false, it.Error()
 			}
 			v, err := numberOf(it.Key(), len(prefix))
 			if err != nil {
-				return nil, false, err
+				return nil, false, false, err
 			}
 			raw, err := it.Value()
 			if err != nil {
-				return nil, false, err
+				return nil, false, false, err
 			}
 			h = maphash.Bytes(st.seed, raw)
 			if v != st.next-1 {
@@ -282,13 +350,13 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 		st.next, st.oldest, st.hashed = 1, 0, false
 	}
 	if latest == 0 {
-		return changes, false, nil
+		return changes, false, false, nil
 	}
 	if oldest > st.next || (st.oldest > 0 && oldest > st.oldest) {
 		if bounded {
 			// A drop may be in flight: wait until it is durable.
 			if oldest > st.next {
-				return changes, false, nil
+				return changes, false, false, nil
 			}
 		} else {
 			changes = append(changes, Change[T]{Kind: ChangePrune, Oldest: oldest})
@@ -301,13 +369,13 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 	}
 	top := min(latest, st.next+watchPage-1, bound)
 	if top < st.next {
-		return changes, false, nil
+		return changes, false, false, nil
 	}
 	if !it.SeekGE(numberKey(prefix, top)) {
 		if err := it.Error(); err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
-		return nil, false, fmt.Errorf("%w: version %d missing between %d and %d", tipkv.ErrCorrupt, top, oldest, latest)
+		return nil, false, false, fmt.Errorf("%w: version %d missing between %d and %d", tipkv.ErrCorrupt, top, oldest, latest)
 	}
 	type version struct {
 		v   int64
@@ -318,14 +386,14 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 	for want := top; it.Valid() && want >= st.next; want-- {
 		v, err := numberOf(it.Key(), len(prefix))
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if v != want {
-			return nil, false, fmt.Errorf("%w: version %d missing between %d and %d", tipkv.ErrCorrupt, want, oldest, latest)
+			return nil, false, false, fmt.Errorf("%w: version %d missing between %d and %d", tipkv.ErrCorrupt, want, oldest, latest)
 		}
 		raw, err := it.Value()
 		if err != nil {
-			return nil, false, fmt.Errorf("version %d: %w", v, err)
+			return nil, false, false, fmt.Errorf("version %d: %w", v, err)
 		}
 		vs = append(vs, version{v, append([]byte(nil), raw...)})
 		if size += len(raw); size >= watchBytes && want > st.next {
@@ -338,17 +406,17 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 		it.Next()
 	}
 	if err := it.Error(); err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	if len(vs) == 0 || vs[len(vs)-1].v != st.next {
-		return nil, false, fmt.Errorf("%w: versions %d to %d missing", tipkv.ErrCorrupt, st.next, top)
+		return nil, false, false, fmt.Errorf("%w: versions %d to %d missing", tipkv.ErrCorrupt, st.next, top)
 	}
 	more = more || top < min(latest, bound)
 	scratch := new(T)
 	for i := len(vs) - 1; i >= 0; i-- {
 		d, err := c.doc(id, vs[i].v, vs[i].raw, kindHistory, scratch)
 		if err != nil {
-			return nil, false, err
+			return nil, false, false, err
 		}
 		kind := ChangePut
 		if c.fm.IsDeleteMarker(vs[i].raw) {
@@ -357,7 +425,7 @@ func (c *Collection[T]) watchRead(id string, prefix, hi []byte, e *docEntry, st 
 		changes = append(changes, Change[T]{Kind: kind, Doc: d})
 		st.next, st.hash, st.hashed = vs[i].v+1, maphash.Bytes(st.seed, vs[i].raw), true
 	}
-	return changes, more, nil
+	return changes, more, false, nil
 }
 
 // watch registers a Watch of the document under prefix and returns its

@@ -40,6 +40,12 @@ var Versioned = struct {
 	// OnWatchSleep is called by every Watch that has delivered what it may
 	// and goes to sleep.
 	OnWatchSleep func()
+	// WatchWholeRange makes every wake-up of a Watch find the oldest
+	// version by walking back from the end of the document's whole range,
+	// over every dropped version not compacted away yet, as before issue
+	// 30's fix (versioned/watch.go, watchFloor): a knob only so that
+	// BenchmarkWatchPut can measure that path beside the bounded one.
+	WatchWholeRange bool
 	// OnFilterWalk runs when a miss filter build has marked its slot and
 	// is about to walk the collection; OnFilterGrown after a background
 	// grow ends.

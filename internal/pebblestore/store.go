@@ -472,6 +472,16 @@ func (i *iter) Next() bool                   { return i.live() && i.it.Next() }
 func (i *iter) NextPrefix() bool             { return i.live() && i.it.NextPrefix() }
 func (i *iter) Valid() bool                  { return !i.closed && i.it.Valid() }
 
+// PointsRead returns how many point keys the iterator has stepped on so
+// far, tombstones included (Pebble's InternalStats.PointCount), 0 once it
+// is closed: tests prove with it that a read walks no deleted keys.
+func (i *iter) PointsRead() uint64 {
+	if i.closed {
+		return 0
+	}
+	return i.it.Stats().InternalStats.PointCount
+}
+
 func (i *iter) Key() []byte {
 	if i.closed {
 		return nil
