@@ -71,9 +71,10 @@ func (s *Store) lockDir(prefix []byte) string {
 // maxPasses times in a row: the next holder then skips a delete, a watch
 // and a put, the round trips that made a hot key's lock changing hands
 // inside a process cost as much as the writes it guards. Only a Lock of
-// that one prefix takes a passed lock; a Lock of several deletes it and
-// queues on the cluster like any other, so locks are still taken in byte
-// order (a passed lock held while waiting for another could deadlock).
+// that one prefix takes a passed lock; a Lock of several deletes every
+// passed key before it queues on the cluster for any, so locks are still
+// taken in byte order (a passed lock held while waiting for one before it
+// deadlocked: TestPassedLockNeverHeldOutOfOrder).
 type procLock struct {
 	ch   chan struct{}
 	refs int // goroutines holding or waiting for it; guarded by procLocks.mu
@@ -290,23 +291,35 @@ func (s *Store) Lock(ctx context.Context, prefixes [][]byte) (unlock func(), wai
 	if err != nil {
 		return fail(err)
 	}
-	for i, p := range ps {
-		if l := mine[i]; l.passed != nil {
-			m, ms := l.passed, l.passedSess
-			l.passed, l.passedSess = nil, nil
-			if len(ps) == 1 && ms == sess && s.live(sess) {
-				held = append(held, m)
-				continue
-			}
-			l.passes = 0
-			if !s.unlockKey(m) {
-				s.dropSession(ms)
-				if ms == sess {
-					release(false)
-					return nil, waited, fmt.Errorf("tipkv: etcd: lock: could not delete a lock key passed on")
-				}
+	// Locks passed on by goroutines of this process: one Lock of one
+	// prefix takes it; otherwise every passed key goes before this Lock
+	// queues for any, since a key held while waiting for a lock before it
+	// in byte order could deadlock with a store that holds that one and
+	// waits for this.
+	var passed *concurrency.Mutex
+	for _, l := range mine {
+		if l.passed == nil {
+			continue
+		}
+		m, ms := l.passed, l.passedSess
+		l.passed, l.passedSess = nil, nil
+		if len(ps) == 1 && ms == sess && s.live(sess) {
+			passed = m
+			continue
+		}
+		l.passes = 0
+		if !s.unlockKey(m) {
+			s.dropSession(ms)
+			if ms == sess {
+				release(false)
+				return nil, waited, fmt.Errorf("tipkv: etcd: lock: could not delete a lock key passed on")
 			}
 		}
+	}
+	if passed != nil {
+		held = append(held, passed)
+	}
+	for _, p := range ps[len(held):] {
 		m := concurrency.NewMutex(sess, s.lockDir(p))
 		if err := m.Lock(ctx); err != nil {
 			// Lock deletes its key when its wait fails, not when its
