@@ -46,6 +46,7 @@
 //	family 0x08  once due      08 | due | space | name | key   01 (windowed keys, by their end)
 //	family 0x09  once seqs     09 | queue | asc(seq)           key (until-done keys, by message)
 //	family 0x0A  feed leases   0A | stream | group | asc(ep)   asc(deadline) member
+//	family 0x0B  purges        0B | collection | desc(time)    empty (a collection's purge horizon)
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -85,7 +86,8 @@
 // family. The idempotency families 0x07-0x09 (whose keys end by being
 // read, not by other writes) and the consumer-group leases 0x0A are such
 // families; an older release's Feed.Advance does not heed leases, so
-// upgrade every replica of a group before its members join. Values are
+// upgrade every replica of a group before its members join. The purge
+// horizons 0x0B are part of format 4 from its first release. Values are
 // decoded into your types as they are now; package
 // codec says what a change of a type's shape does.
 //

@@ -98,7 +98,8 @@ type PrunedError struct {
 	// Asked is the time the read asked for.
 	Asked time.Time
 	// Oldest is the oldest time still answerable: the commit time of the
-	// oldest version kept.
+	// oldest version kept, or, when whole documents were purged, the
+	// collection's purge horizon (see versioned.Collection.AsOfTime).
 	Oldest time.Time
 }
 

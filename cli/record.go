@@ -93,6 +93,14 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 		}
 		d, _, _ := codec.DecodeAsc(v)
 		r.header, r.headerOnly = object{{"member", string(v[codec.NumberSize:])}, {"deadline", unixTime(d)}}, true
+	case codec.FamilyPurges:
+		// The time is the key's number; the value is empty: versioned's
+		// horizon.go.
+		if len(v) != 0 {
+			r.bad = fmt.Sprintf("purge horizon with a %d-byte value, want none", len(v))
+			return r
+		}
+		r.header, r.headerOnly = object{{"horizon", unixTime(k.num)}}, true
 	case codec.FamilyVersions:
 		ver := fm.Parse(v)
 		if ver.Time != 0 {

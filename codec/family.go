@@ -24,6 +24,7 @@ const (
 	FamilyOnceDue     Family = 0x08 // 08 | due | space | name | key
 	FamilyOnceSeqs    Family = 0x09 // 09 | queue | asc(seq)
 	FamilyFeedLeases  Family = 0x0A // 0A | stream | group | asc(epoch)
+	FamilyPurges      Family = 0x0B // 0B | collection | desc(time)
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped
@@ -67,6 +68,10 @@ var families = []Layout{
 	{Family: FamilyOnceDue, Name: "once-due", Segments: []string{"due", "space", "name", "key"}},
 	{Family: FamilyOnceSeqs, Name: "once-seqs", Segments: []string{"queue"}, Number: "seq"},
 	{Family: FamilyFeedLeases, Name: "feed-leases", Segments: []string{"stream", "group"}, Number: "epoch"},
+	// The purge horizon of a collection (package versioned): the time
+	// from which its reads by time are exact after whole documents were
+	// purged, newest first.
+	{Family: FamilyPurges, Name: "purges", Segments: []string{"collection"}, Number: "time", Desc: true},
 }
 
 // segmentsBefore[b] is how many segments come before the trailing number

@@ -88,6 +88,9 @@ func encodeGolden(t *testing.T, lhs string) []byte {
 	case "feedlease":
 		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeedLeases), args[0])
 		return codec.AppendAsc(codec.AppendString(k, args[1]), atoi(t, args[2]))
+	case "purge":
+		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyPurges), args[0])
+		return codec.AppendDesc(k, atoi(t, args[1]))
 	case "family":
 		return goldenFamily(t, args)
 	case "keyspace":

@@ -1,6 +1,7 @@
 package tipkvtest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -24,6 +25,7 @@ func documentTimeCases() []testCase {
 		{"CommitTimesSkewedClocks", checked(testCommitTimesSkewedClocks)},
 		{"CommitTimesAfterPurgeElsewhere", checked(testCommitTimesAfterPurgeElsewhere)},
 		{"TimeModel", checked(testTimeModel)},
+		{"PurgeHorizon", checked(testPurgeHorizon)},
 	}
 }
 
@@ -233,6 +235,122 @@ func testCommitTimesAfterPurgeElsewhere(t *testing.T, b backend) {
 	}
 }
 
+// A document dropped whole (Purge, PurgeExpired) leaves no version to
+// answer from, so reads by time before the collection's purge horizon,
+// the time from which the last such document was gone, are ErrPruned with
+// the horizon as Oldest, on this handle, a second one and in a view; at
+// or after it they are exact. A drop of a document already gone earlier
+// never lowers it; a Prune does not move it.
+func testPurgeHorizon(t *testing.T, b backend) {
+	clock := testutil.NewClock(t0)
+	db := b.Open(t, clockOpts(clock))
+	users := people(t, db)
+	ttl, err := versioned.NewCollection[person](db, "users", &versioned.Options[person]{TTL: time.Minute, PurgeInterval: -1})
+	require.NoError(t, err)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	requireHorizon := func(c *versioned.Collection[person], id string, asked, want time.Time) {
+		t.Helper()
+		_, err := c.AsOfTime(id, asked)
+		var pe *tipkv.PrunedError
+		require.ErrorAs(t, err, &pe, "AsOfTime(%q, %v)", id, asked)
+		require.True(t, want.Equal(pe.Oldest), "AsOfTime(%q, %v): oldest %v, want %v", id, asked, pe.Oldest, want)
+	}
+	requireNotFound := func(c *versioned.Collection[person], id string, asked time.Time) {
+		t.Helper()
+		_, err := c.AsOfTime(id, asked)
+		require.ErrorIs(t, err, tipkv.ErrNotFound, "AsOfTime(%q, %v)", id, asked)
+		require.NotErrorIs(t, err, tipkv.ErrPruned, "AsOfTime(%q, %v)", id, asked)
+	}
+
+	// Before any purge a time before a document's first version is not found.
+	putN(t, users, db, "a", 2) // versions at t0, t0+1ns
+	_, err = users.Put(db, "keep", person{Name: "k"})
+	require.NoError(t, err)
+	requireNotFound(users, "a", at(-time.Second))
+	requireNotFound(users, "never", at(time.Second))
+
+	clock.Set(at(10 * time.Second))
+	n, err := users.Purge(db, "a")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	purged := at(10 * time.Second)
+	requireHorizon(users, "a", at(time.Second), purged)     // "a" stood then
+	requireHorizon(users, "never", at(time.Second), purged) // one horizon per collection
+	requireNotFound(users, "a", purged)                     // gone from then on
+	requireNotFound(users, "never", at(time.Hour))
+	d, err := users.AsOfTime("keep", at(time.Second)) // a version answers
+	require.NoError(t, err)
+	require.Equal(t, "k", d.Value.Name)
+	for _, err := range users.HistoryBetween("a", at(0), at(time.Hour), tipkv.Query{}) {
+		require.ErrorIs(t, err, tipkv.ErrPruned, "HistoryBetween from before the horizon")
+	}
+	require.Empty(t, testutil.Collect(t, users.HistoryBetween("a", purged, at(time.Hour), tipkv.Query{})))
+	err = testutil.ReadErr(t, users.LatestAllAsOf(at(time.Second), tipkv.Query{}))
+	require.ErrorIs(t, err, tipkv.ErrPruned, "LatestAllAsOf before the horizon")
+	got := testutil.Collect(t, users.LatestAllAsOf(purged, tipkv.Query{}))
+	require.Len(t, got, 1)
+	require.Equal(t, "keep", got[0].ID)
+	err = testutil.ReadErr(t, users.ChangedBetween(at(time.Second), at(time.Hour), tipkv.Query{}))
+	require.ErrorIs(t, err, tipkv.ErrPruned, "ChangedBetween from before the horizon")
+	require.NoError(t, db.View(func(s *tipkv.Snapshot) error {
+		_, err := users.In(s).AsOfTime("a", at(time.Second))
+		require.ErrorIs(t, err, tipkv.ErrPruned, "in a view")
+		return nil
+	}))
+	if b.Second != nil {
+		db2 := b.Second(t, db, clockOpts(clock))
+		requireHorizon(people(t, db2), "a", at(time.Second), purged)
+	}
+
+	// Written again: its new versions answer; before them, the horizon.
+	clock.Set(at(20 * time.Second))
+	_, err = users.Put(db, "a", person{Name: "again"})
+	require.NoError(t, err)
+	d, err = users.AsOfTime("a", at(30*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, "again", d.Value.Name)
+	requireHorizon(users, "a", at(time.Second), purged)
+	requireNotFound(users, "a", at(15*time.Second))
+
+	// Prune keeps the horizon where it is; so does the purge of a missing
+	// document.
+	putN(t, users, db, "b", 3)
+	_, err = users.Prune(db, "b", 1)
+	require.NoError(t, err)
+	_, err = users.Purge(db, "missing")
+	require.NoError(t, err)
+	requireHorizon(users, "never", at(time.Second), purged)
+	requireNotFound(users, "never", at(15*time.Second))
+
+	// A clock that went back cannot lower the horizon, nor put it before
+	// the purged document's last version: it is the time its next version
+	// would have had.
+	clock.Set(at(time.Minute))
+	_, err = users.Put(db, "c", person{Name: "c"})
+	require.NoError(t, err)
+	clock.Set(at(5 * time.Second))
+	_, err = users.Purge(db, "c")
+	require.NoError(t, err)
+	requireHorizon(users, "never", at(30*time.Second), at(time.Minute+1))
+	clock.Set(at(40 * time.Second))
+	_, err = users.Put(db, "e", person{Name: "e"})
+	require.NoError(t, err)
+	_, err = users.Purge(db, "e")
+	require.NoError(t, err)
+	requireHorizon(users, "never", at(30*time.Second), at(time.Minute+1))
+
+	// PurgeExpired raises it too.
+	clock.Set(at(2 * time.Minute))
+	_, err = ttl.Put(db, "t", person{Name: "short"})
+	require.NoError(t, err)
+	clock.Set(at(4 * time.Minute))
+	st, err := ttl.PurgeExpired(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Purged)
+	requireHorizon(users, "t", at(2*time.Minute), at(4*time.Minute))
+	requireNotFound(users, "t", at(4*time.Minute))
+}
+
 // timedVersion is one version in the time model.
 type timedVersion struct {
 	v       int64
@@ -279,6 +397,7 @@ func testTimeModel(t *testing.T, b backend) {
 	}
 	steps := b.N(600)
 	var lo, hi time.Time = t0, t0
+	var horizon time.Time // the collection's purge horizon
 	for i := range steps {
 		clock.Set(clock.Now().Add(time.Duration(rng.IntN(40)-10) * time.Second)) // a quarter of the steps go back
 		now := clock.Now()
@@ -319,13 +438,19 @@ func testTimeModel(t *testing.T, b backend) {
 		default:
 			_, err := users.Purge(db, id)
 			require.NoError(t, err)
+			if len(model[id]) > 0 {
+				// The horizon: when the document was gone, the time its
+				// next version would have had.
+				_, gone := next(id, now)
+				horizon = maxTime(horizon, gone)
+			}
 			delete(model, id)
 		}
 	}
 	clock.Set(hi.Add(30 * time.Second)) // some versions with a time to live have expired
 	now := clock.Now()
 	live := func(tv timedVersion) bool { return !tv.deleted && (tv.expires.IsZero() || now.Before(tv.expires)) }
-	checkCollectionAt(t, rng, users, ids, model, lo, hi, live)
+	checkCollectionAt(t, rng, users, ids, model, horizon, lo, hi, live)
 	for range b.N(3000) {
 		id := ids[rng.IntN(len(ids))]
 		at := lo.Add(time.Duration(rng.Int64N(int64(hi.Sub(lo)+2*time.Minute))) - time.Minute)
@@ -339,6 +464,11 @@ func testTimeModel(t *testing.T, b backend) {
 		where := fmt.Sprintf("AsOfTime(%q, %v)", id, at)
 		var pe *tipkv.PrunedError
 		switch {
+		case (len(vs) == 0 || vs[0].at.After(at) && vs[0].v == 1) && at.Before(horizon):
+			// No version at at, and a document purged whole may have had one.
+			require.ErrorIs(t, err, tipkv.ErrPruned, where)
+			require.ErrorAs(t, err, &pe, where)
+			require.True(t, horizon.Equal(pe.Oldest), "%s: oldest %v, want the horizon %v", where, pe.Oldest, horizon)
 		case len(vs) == 0:
 			require.ErrorIs(t, err, tipkv.ErrNotFound, where)
 		case vs[0].at.After(at) && vs[0].v > 1:
@@ -374,7 +504,8 @@ func testTimeModel(t *testing.T, b backend) {
 			got = append(got, d.Version)
 		}
 		where = fmt.Sprintf("HistoryBetween(%q, %v, %v)", id, at, to)
-		if len(vs) > 0 && vs[0].at.After(at) && vs[0].v > 1 {
+		if len(vs) > 0 && vs[0].at.After(at) && vs[0].v > 1 ||
+			(len(vs) == 0 || !vs[0].at.Before(at) && vs[0].v == 1) && at.Before(horizon) {
 			require.ErrorIs(t, gotErr, tipkv.ErrPruned, where)
 			continue
 		}
@@ -405,7 +536,7 @@ func modelAt(vs []timedVersion, at time.Time) (tv timedVersion, prunedAt bool) {
 
 // checkCollectionAt compares LatestAllAsOf and ChangedBetween with the
 // model at a few random times.
-func checkCollectionAt(t *testing.T, rng *rand.Rand, users *versioned.Collection[person], ids []string, model map[string][]timedVersion, lo, hi time.Time, live func(timedVersion) bool) {
+func checkCollectionAt(t *testing.T, rng *rand.Rand, users *versioned.Collection[person], ids []string, model map[string][]timedVersion, horizon, lo, hi time.Time, live func(timedVersion) bool) {
 	t.Helper()
 	random := func() time.Time {
 		return lo.Add(time.Duration(rng.Int64N(int64(hi.Sub(lo)+2*time.Minute))) - time.Minute)
@@ -413,7 +544,7 @@ func checkCollectionAt(t *testing.T, rng *rand.Rand, users *versioned.Collection
 	for range 60 {
 		at := random()
 		var want []string
-		wantPruned := false
+		wantPruned := at.Before(horizon)
 		for _, id := range ids {
 			tv, pr := modelAt(model[id], at)
 			wantPruned = wantPruned || pr
@@ -438,7 +569,7 @@ func checkCollectionAt(t *testing.T, rng *rand.Rand, users *versioned.Collection
 		}
 
 		to := at.Add(time.Duration(1 + rng.Int64N(int64(3*time.Minute))))
-		want, got, gotErr, wantPruned = nil, nil, nil, false
+		want, got, gotErr, wantPruned = nil, nil, nil, at.Before(horizon)
 		for _, id := range ids {
 			b, pr := modelAt(model[id], at)
 			a, _ := modelAt(model[id], to)

@@ -167,16 +167,18 @@ func (tl *timeline) at(t int64) (v int64, raw []byte, ans timeAnswer, err error)
 //   - t is before the oldest version kept, and older ones were dropped
 //     (Prune, PruneBefore, KeepVersions): a *tipkv.PrunedError, matching
 //     tipkv.ErrPruned, that carries the oldest time still answerable;
+//   - no version is at or before t, and t is before the collection's
+//     purge horizon: a document dropped whole (Purge, or the purge of
+//     expired documents) may have had one there, so a *tipkv.PrunedError
+//     with the horizon as Oldest. The horizon is the time from which the
+//     last document dropped whole was gone, one per collection: a
+//     document never dropped whole is answered so too;
 //   - the answer lies among versions written before store format 4, which
 //     have no time: tipkv.ErrUntimed.
 //
-// A document dropped whole (Purge, or the purge of expired documents)
-// leaves nothing to tell from: versions written after it start again at 1,
-// and a time before the first of them answers ErrNotFound.
-//
 // It is one seek when t is at or after the latest version's time, else
 // about 2 + log2(versions kept) seeks of one iterator, one view of the
-// store.
+// store; one seek more when no version answers.
 func (c *Collection[T]) AsOfTime(id string, t time.Time) (Doc[T], error) {
 	return c.asOfTime(c.store, id, t)
 }
@@ -187,6 +189,9 @@ func (c *Collection[T]) asOfTime(r engine.Reader, id string, t time.Time) (d Doc
 	}
 	prefix := c.docPrefix(nil, id)
 	if r == c.store && c.missing(prefix) {
+		if err := c.noneAt(r, id, t); err != nil {
+			return Doc[T]{}, err
+		}
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, kind: missingDoc}
 	}
 	tl, err := openTimeline(r, c.fm, prefix)
@@ -202,6 +207,11 @@ func (c *Collection[T]) asOfTime(r engine.Reader, id string, t time.Time) (d Doc
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
 	}
+	if ans == none {
+		if err := c.noneAt(r, id, t); err != nil {
+			return Doc[T]{}, err
+		}
+	}
 	if err := c.timeAnswerErr(id, t, tl, ans); err != nil {
 		return Doc[T]{}, err
 	}
@@ -209,6 +219,17 @@ func (c *Collection[T]) asOfTime(r engine.Reader, id string, t time.Time) (d Doc
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, deletedAt: v, kind: deletedDoc}
 	}
 	return c.docOne(id, v, raw)
+}
+
+// noneAt is the error of a read of the document id at t that found no
+// version there: ErrPruned before the collection's purge horizon, nil
+// otherwise (the read's own ErrNotFound).
+func (c *Collection[T]) noneAt(r engine.Reader, id string, t time.Time) error {
+	h, err := c.horizon(r)
+	if err != nil {
+		return err
+	}
+	return c.prunedBefore(c.where(id), t, unixNano(t), h)
 }
 
 // timeAnswerErr turns a timeline's answer other than answered into the
@@ -230,9 +251,10 @@ func (c *Collection[T]) timeAnswerErr(id string, t time.Time, tl *timeline, ans 
 // included, expired versions skipped, q.Limit and q.After as there; q.From
 // and q.To must be zero). A zero from reads from the oldest version kept,
 // a zero to up to the latest. It is never silently short: when from is
-// before the oldest version kept and older ones were dropped, it yields a
-// *tipkv.PrunedError (matching tipkv.ErrPruned) with the oldest time still
-// answerable, and when a bound falls among versions without time (written
+// before the oldest version kept and older ones were dropped, or no
+// version is before from and from is before the collection's purge
+// horizon (see AsOfTime), it yields a *tipkv.PrunedError (matching
+// tipkv.ErrPruned) with the oldest time still answerable, and when a bound falls among versions without time (written
 // before store format 4) tipkv.ErrUntimed, as its only pair.
 //
 // It finds the versions at both ends as AsOfTime does, then scans them as
@@ -279,8 +301,17 @@ func (c *Collection[T]) betweenQuery(r engine.Reader, id string, from, to time.T
 			err = cerr
 		}
 	}()
+	// No version before from: versions of a document dropped whole may
+	// have been there (see horizon.go). A zero from asks from the oldest
+	// version kept.
+	noneBefore := func() error {
+		if from.IsZero() {
+			return nil
+		}
+		return c.noneAt(r, id, from)
+	}
 	if tl.latest == 0 {
-		return q, false, nil
+		return q, false, noneBefore()
 	}
 	q.To = tl.latest
 	if !to.IsZero() {
@@ -290,7 +321,7 @@ func (c *Collection[T]) betweenQuery(r engine.Reader, id string, from, to time.T
 		}
 		switch ans {
 		case none:
-			return q, false, nil
+			return q, false, noneBefore()
 		case answered:
 			q.To = v
 		default:
@@ -306,6 +337,9 @@ func (c *Collection[T]) betweenQuery(r engine.Reader, id string, from, to time.T
 		}
 		switch {
 		case ans == none:
+			if err := noneBefore(); err != nil {
+				return q, false, err
+			}
 		case ans == answered:
 			q.From = v + 1
 		case ans == pruned && tl.otime == unixNano(from):

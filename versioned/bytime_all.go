@@ -33,6 +33,8 @@ type TimeChange[T any] struct {
 // whose versions at t were dropped by retention ends the read with a
 // *tipkv.PrunedError (tipkv.ErrPruned), one whose version at t predates
 // commit times with tipkv.ErrUntimed: never a silently wrong collection.
+// A t before the collection's purge horizon (documents dropped whole may
+// have stood at t: see AsOfTime) is ErrPruned before any document.
 // q.From and q.To must be zero. Cursors (Doc.Cursor, q.After) are
 // LatestAll's.
 //
@@ -51,11 +53,22 @@ func (c *Collection[T]) LatestAllAsOf(t time.Time, q tipkv.Query) iter.Seq2[Doc[
 // created, deleted or purged in between). In id order, from the first id
 // in [q.Prefix, q.Prefix+1) after q.After (a LatestAll cursor of a
 // TimeChange's After or Before), at most q.Limit changes. Errors as
-// LatestAllAsOf (ErrPruned when the version at from was dropped). A
-// document purged whole after to is not seen. One snapshot; one seek per
-// document not written since from.
+// LatestAllAsOf (ErrPruned when the version at from was dropped, or when
+// from is before the collection's purge horizon: a document dropped whole
+// since from is not seen). One snapshot; one seek per document not
+// written since from.
 func (c *Collection[T]) ChangedBetween(from, to time.Time, q tipkv.Query) iter.Seq2[TimeChange[T], error] {
 	return c.inSnapshot2(func(r engine.Reader) iter.Seq2[TimeChange[T], error] { return c.changedBetween(r, from, to, q) })
+}
+
+// beforeHorizon is ErrPruned when a read of the whole collection at asked
+// (t in Unix ns) is before its purge horizon.
+func (c *Collection[T]) beforeHorizon(r engine.Reader, asked time.Time, t int64) error {
+	h, err := c.horizon(r)
+	if err != nil {
+		return err
+	}
+	return c.prunedBefore(fmt.Sprintf("collection %q", c.name), asked, t, h)
 }
 
 // inSnapshot runs seq on a snapshot of the store, closed after.
@@ -136,6 +149,10 @@ func (c *Collection[T]) versionAt(r engine.Reader, s docStep, t int64, asked tim
 func (c *Collection[T]) latestAllAsOf(r engine.Reader, t time.Time, q tipkv.Query) iter.Seq2[Doc[T], error] {
 	return func(yield func(Doc[T], error) bool) {
 		at := unixNano(t)
+		if err := c.beforeHorizon(r, t, at); err != nil {
+			yield(Doc[T]{}, fmt.Errorf("LatestAllAsOf of collection %q: %w", c.name, err))
+			return
+		}
 		count, stopped := 0, false
 		scratch := new(T)
 		err := c.walkTimes(r, q, func(s docStep) (bool, error) {
@@ -163,6 +180,10 @@ func (c *Collection[T]) changedBetween(r engine.Reader, from, to time.Time, q ti
 			return
 		}
 		f, tt := unixNano(from), unixNano(to)
+		if err := c.beforeHorizon(r, from, f); err != nil {
+			yield(TimeChange[T]{}, fmt.Errorf("ChangedBetween of collection %q: %w", c.name, err))
+			return
+		}
 		count, stopped := 0, false
 		err := c.walkTimes(r, q, func(s docStep) (bool, error) {
 			if s.ltime != 0 && s.ltime <= f {

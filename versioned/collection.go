@@ -669,6 +669,11 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut cutFunc) (int64, er
 			return nil
 		}
 		c.w.dropping(prefix, to >= latest) // for Watch: see watch.go
+		if to >= latest {
+			if err := c.raiseHorizon(tx, d, prefix); err != nil {
+				return fmt.Errorf("%s: %w", c.where(id), err)
+			}
+		}
 		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
 		e.removed += uint64(dropped)
 		if err != nil {

@@ -243,6 +243,10 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		ck.onceKey(l.Family, k, name, rest, v)
 	case codec.FamilyFeedLeases:
 		ck.feedLease(k, name, rest, v)
+	case codec.FamilyPurges:
+		if _, ok := ck.numbered(k, name, rest, "time", false); ok && len(v) != 0 {
+			ck.add("value", k, "purge horizon with a %d-byte value, want none", len(v))
+		}
 	case codec.FamilyQueueState:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the queue name", len(rest))

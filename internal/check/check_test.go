@@ -54,6 +54,7 @@ func store(t *testing.T) (engine.Store, func(kv ...[]byte)) {
 	set(vkey("c", "a", 1), []byte{0x01}, vkey("c", "a", 2), []byte{0x02}, vkey("c", "a", 3), []byte{docfmt.DeleteMarker},
 		vkey("c", "b", 7), []byte{0xc0}, // pruned below 7: fine
 		codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 5), []byte(`{"x":1}`),
+		codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 5), []byte{}, // a purge horizon
 		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{At: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), 0x01), // leased on a shared engine, with headers
 		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 2, CountTo: 5}),
 		qkey(0x05, "q", 2), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 0x01))
@@ -82,7 +83,7 @@ func TestProblems(t *testing.T) {
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
 		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
-		{"an unknown family", [][]byte{{0x0b, 0x01}, {0x01}}, "key", "unknown family 0x0b"},
+		{"an unknown family", [][]byte{{0x0c, 0x01}, {0x01}}, "key", "unknown family 0x0c"},
 		{"the last reserved family", [][]byte{{0xfe}, {0x01}}, "key", "unknown family 0xfe"},
 		{"family 0xff, never one", [][]byte{append(bytes.Repeat([]byte{0xff}, 63), 0x01), {0x01}}, "key", "unknown family 0xff"},
 		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad collection segment"},
@@ -97,6 +98,8 @@ func TestProblems(t *testing.T) {
 		{"a truncated version header", [][]byte{vkey("c", "a", 2), {0xc1, 0x10, 0, 0, 0}}, "value", "no version header"},
 		{"a lease of epoch 0", [][]byte{lkey("s", "g", 0), append(codec.AppendAsc(nil, 5), 'm')}, "key", "epoch 0 is below 1"},
 		{"a lease with no member", [][]byte{lkey("s", "g", 1), codec.AppendAsc(nil, 5)}, "value", "lease of 8 bytes"},
+		{"a purge horizon with a value", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 5), {0x01}}, "value", "purge horizon with a 1-byte value"},
+		{"a purge horizon at time 0", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 0), {}}, "key", "time 0 is below 1"},
 		{"two leases of one group", [][]byte{lkey("s", "g", 1), append(codec.AppendAsc(nil, 5), 'm'), lkey("s", "g", 2), append(codec.AppendAsc(nil, 5), 'n')}, "key", "a second lease key"},
 		{"an unfinished upgrade", [][]byte{codec.AppendString([]byte{0x00}, "upgrade"), []byte("2 01")}, "format", "upgrade of the store's format is unfinished"},
 	}
