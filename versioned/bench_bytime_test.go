@@ -82,3 +82,102 @@ func timedHistory(b *testing.B, n int) (*versioned.Collection[[]byte], time.Time
 	require.NoError(b, db.Compact())
 	return c, t0
 }
+
+// Put with metadata (author, reason and a correlation id, set per write
+// with tipkv.WithMetadata, encoded at each call as a service would)
+// against Put without, paired, of random documents among 10,000 in one DB
+// on disk, NoSync (issue 26: at most 1.15x). The disk cost per version is
+// in BENCHMARKS.md.
+//
+//	go test -run '^$' -bench 'BenchmarkPutMetadata' -benchtime 210000x -count 3 ./versioned/
+func BenchmarkPutMetadata(b *testing.B) {
+	const n = 10_000
+	db, err := tipkv.Open(filepath.Join(b.TempDir(), "db"), &tipkv.Options{NoSync: true})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = db.Close() })
+	c, err := versioned.NewCollection(db, vbColl, &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	require.NoError(b, err)
+	val := make([]byte, vbValueSize)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("document-%07d", i)
+		_, err := c.Put(db, ids[i], val)
+		require.NoError(b, err)
+	}
+	rng := rand.New(rand.NewPCG(n, 26))
+	m := tipkv.Metadata{Author: "ada@example.com", Reason: "price update from the nightly import", CorrelationID: "req-8f14e45fceea167a"}
+	paired.Ratio(b, func() {
+		if _, err := c.Put(tipkv.WithMetadata(db, m), ids[rng.IntN(n)], val); err != nil {
+			b.Fatal(err)
+		}
+	}, func() {
+		if _, err := c.Put(db, ids[rng.IntN(n)], val); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// The whole collection rewound (issue 26: LatestAllAsOf at most 1.3x
+// LatestAll over 1,000,000 documents): LatestAllAsOf at a time after every
+// version (each document's latest answers: one seek each, as LatestAll)
+// and at a time before the last tenth of the documents were written again
+// (those need the search by time), against LatestAll of the same first
+// 10,000 documents, paired. The store holds docs documents, compacted, on
+// disk; -short holds 100,000.
+//
+//	go test -run '^$' -bench 'BenchmarkRewind' -benchtime 210x -count 3 ./versioned/
+func BenchmarkRewind(b *testing.B) {
+	docs := 1_000_000
+	if testing.Short() {
+		docs = 100_000
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	db, err := tipkv.Open(filepath.Join(b.TempDir(), "db"), &tipkv.Options{NoSync: true, Clock: func() time.Time { return now }})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = db.Close() })
+	c, err := versioned.NewCollection(db, vbColl, &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	require.NoError(b, err)
+	val := make([]byte, vbValueSize)
+	write := func(from, step int) {
+		for i := from; i < docs; i += 1000 * step {
+			require.NoError(b, db.Update(func(w *tipkv.Batch) error {
+				for j := i; j < min(i+1000*step, docs); j += step {
+					if _, err := c.Put(w, fmt.Sprintf("document-%07d", j), val); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+		}
+	}
+	write(0, 1)
+	now = t0.Add(time.Hour)
+	middle := now
+	now = now.Add(time.Hour)
+	write(0, 10) // every tenth document written again
+	require.NoError(b, db.Compact())
+	after := now.Add(time.Hour)
+	const page = 10_000
+	q := tipkv.Query{Limit: page}
+	count := func(sb *testing.B, seq func(yield func(versioned.Doc[[]byte], error) bool)) {
+		k := 0
+		for _, err := range seq {
+			if err != nil {
+				sb.Fatal(err)
+			}
+			k++
+		}
+		if k != page {
+			sb.Fatalf("%d documents, want %d", k, page)
+		}
+	}
+	for _, at := range []struct {
+		name string
+		t    time.Time
+	}{{"after-all", after}, {"before-rewrites", middle}} {
+		b.Run("at="+at.name+"/op=latestallasof/vs=latestall", func(sb *testing.B) {
+			paired.Ratio(sb, func() { count(sb, c.LatestAllAsOf(at.t, q)) }, func() { count(sb, c.LatestAll(q)) })
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"bytes"
 	"fmt"
 	"iter"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 )
 
 // Reads of a whole collection by time: a skip-scan, as LatestAll, whose
@@ -104,14 +106,51 @@ type docStep struct {
 	ltime  int64
 	raw    []byte // the latest version's value, valid until the next step
 	prefix []byte
+	it     engine.Iter // the walk's iterator, at the latest version
+}
+
+// nearSteps is how many versions below the latest versionAt reads by
+// stepping the walk's iterator before it searches: a collection rewound
+// a little finds most documents written since at their previous version
+// or the one before, one step each instead of an iterator of their own
+// and a search (BenchmarkRewind: 2.9x LatestAll without the steps, with
+// a tenth of the documents written since).
+const nearSteps = 4
+
+// near returns the greatest version below the latest with a commit time
+// at or before t among the nearSteps below it, stepping the walk's
+// iterator (ok false: not among them, or a version without time on the
+// way, which the search answers).
+func (s docStep) near(t int64, fm docfmt.Rules) (v int64, raw []byte, ok bool, err error) {
+	for range nearSteps {
+		if !s.it.Next() {
+			return 0, nil, false, s.it.Error()
+		}
+		k := s.it.Key()
+		if len(k) != len(s.prefix)+codec.NumberSize || !bytes.HasPrefix(k, s.prefix) {
+			return 0, nil, false, nil // the document's versions ended
+		}
+		if raw, err = s.it.Value(); err != nil {
+			return 0, nil, false, err
+		}
+		mt := fm.Parse(raw).Time
+		if mt == 0 {
+			return 0, nil, false, nil
+		}
+		if mt <= t {
+			v, err = numberOf(k, len(s.prefix))
+			return v, raw, err == nil, err
+		}
+	}
+	return 0, nil, false, nil
 }
 
 // walkTimes walks the documents of [q.Prefix, q.Prefix+1) after q.After
 // with one seek each (walkLatest), calling visit for each; visit returns
 // false to stop.
 func (c *Collection[T]) walkTimes(r engine.Reader, q tipkv.Query, visit func(s docStep) (bool, error)) error {
-	return c.walkLatest(r, q, "a read by time", func(id string, v int64, k, raw []byte) (bool, error) {
-		return visit(docStep{id: id, latest: v, ltime: c.fm.Parse(raw).Time, raw: raw, prefix: k[:len(k)-codec.NumberSize]})
+	return c.walkLatest(r, q, "a read by time", func(id string, v int64, k, raw []byte, it engine.Iter) (bool, error) {
+		return visit(docStep{id: id, latest: v, ltime: c.fm.Parse(raw).Time, raw: raw, prefix: k[:len(k)-codec.NumberSize], it: it})
 	})
 }
 
@@ -119,6 +158,17 @@ func (c *Collection[T]) walkTimes(r engine.Reader, q tipkv.Query, visit func(s d
 // searching its versions on r when its latest is after t.
 func (c *Collection[T]) versionAt(r engine.Reader, s docStep, t int64, asked time.Time, kind byte, scratch *T) (d Doc[T], ok bool, err error) {
 	v, raw := s.latest, s.raw
+	if s.ltime != 0 && s.ltime > t {
+		// The prefix is the iterator's key's: copy it before stepping.
+		s.prefix = append([]byte(nil), s.prefix...)
+		var found bool
+		if v, raw, found, err = s.near(t, c.fm); err != nil {
+			return Doc[T]{}, false, err
+		}
+		if found {
+			s.ltime = t // answered: skip the search
+		}
+	}
 	if s.ltime == 0 || s.ltime > t {
 		tl, err := openTimeline(r, c.fm, append([]byte(nil), s.prefix...))
 		if err != nil {

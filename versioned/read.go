@@ -399,7 +399,7 @@ func (c *Collection[T]) latestAllOf(r engine.Reader, q tipkv.Query) iter.Seq2[Do
 func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc[T]) bool) error {
 	count := 0
 	scratch := new(T)
-	return c.walkLatest(r, q, "LatestAll", func(id string, v int64, _, raw []byte) (bool, error) {
+	return c.walkLatest(r, q, "LatestAll", func(id string, v int64, _, raw []byte, _ engine.Iter) (bool, error) {
 		if c.fm.IsDeleteMarker(raw) || c.expired(raw) {
 			return true, nil
 		}
@@ -418,7 +418,7 @@ func (c *Collection[T]) latestAll(r engine.Reader, q tipkv.Query, yield func(Doc
 // value (both valid until the next call); visit returns false to stop.
 // what names the read in the error for version bounds, which it does not
 // take.
-func (c *Collection[T]) walkLatest(r engine.Reader, q tipkv.Query, what string, visit func(id string, v int64, k, raw []byte) (bool, error)) (err error) {
+func (c *Collection[T]) walkLatest(r engine.Reader, q tipkv.Query, what string, visit func(id string, v int64, k, raw []byte, it engine.Iter) (bool, error)) (err error) {
 	if err := q.Validate(); err != nil {
 		return err
 	}
@@ -458,7 +458,7 @@ func (c *Collection[T]) walkLatest(r engine.Reader, q tipkv.Query, what string, 
 		if err != nil {
 			return err
 		}
-		if more, err := visit(id, v, k, raw); err != nil || !more {
+		if more, err := visit(id, v, k, raw, it); err != nil || !more {
 			return err
 		}
 	}
