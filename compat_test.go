@@ -357,8 +357,9 @@ func checkCorpus(t *testing.T, db *tipkv.DB, m *compatManifest) {
 }
 
 // sameKeys requires that the upgrade kept every key of the corpus, every
-// value of the feeds, cursors and queue messages as it was, and every
-// document version as it was or as docfmt.Upgrade rewrites it.
+// value of the cursors and queue messages as it was, and every document
+// version and feed event as it was or as docfmt.Upgrade and UpgradeEvent
+// rewrite it.
 func sameKeys(t *testing.T, db *tipkv.DB, m *compatManifest) {
 	t.Helper()
 	s, err := link.StoreOf(db)
@@ -373,6 +374,10 @@ func sameKeys(t *testing.T, db *tipkv.DB, m *compatManifest) {
 			require.NoError(t, err, "key %x", k)
 			want, _ := docfmt.Upgrade(m.Format, old)
 			require.True(t, bytes.Equal(want, v), "version %x: %x, want %x", k, v, want)
+		case codec.FamilyFeed:
+			require.NoError(t, err, "key %x", k)
+			want, _ := docfmt.UpgradeEvent(m.Format, old)
+			require.True(t, bytes.Equal(want, v), "event %x: %x, want %x", k, v, want)
 		default:
 			if errors.Is(err, tipkv.ErrNotFound) {
 				require.Failf(t, "a key is gone", "%x", k)

@@ -28,11 +28,15 @@ import (
 // but a store of format 3 may hold values of format 2 that tipkv before
 // issue 24's fix upgraded without escaping them: upgrading from format 3
 // walks the versions the same way and escapes those that format 4 would
-// take for a version header. Every other key stays as it is; no other
-// family gained a meaning in format 4.
+// take for a version header. Format 4 also gave meaning to feed event
+// values that start with C1 (an escape, a header with metadata: docfmt's
+// event.go), which formats 1 to 3 stored as events: upgrading from any of
+// them escapes every event value that starts with C1
+// (docfmt.UpgradeEvent). Every other key stays as it is; no other family
+// gained a meaning in format 4.
 //
-// The upgrade is a walk of the versions family in chunks, and the store
-// says where it is:
+// The upgrade is a walk of the versions family, then of the feed family,
+// in chunks, and the store says where it is:
 //
 //	00 | "format"   the new format, from the first batch on
 //	00 | "upgrade"  "<from> <hex of the first key not yet upgraded>", while
@@ -108,7 +112,7 @@ func parseUpgrade(v []byte) (upgradeState, error) {
 		return upgradeState{}, fmt.Errorf("%w: the upgrade key holds %q", ErrCorrupt, v)
 	}
 	k, err := hex.DecodeString(next)
-	if err != nil || len(k) == 0 || k[0] != byte(codec.FamilyVersions) {
+	if err != nil || len(k) == 0 || k[0] != byte(codec.FamilyVersions) && k[0] != byte(codec.FamilyFeed) {
 		return upgradeState{}, fmt.Errorf("%w: the upgrade key holds %q", ErrCorrupt, v)
 	}
 	return upgradeState{from: n, next: k}, nil
@@ -206,7 +210,8 @@ func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) error {
 	if err := b.Require(engine.Equals(upgradeKey, cur)); err != nil {
 		return err
 	}
-	hi := []byte{byte(codec.FamilyVersions) + 1}
+	fam := codec.Family(u.next[0]) // the versions family, then the feeds
+	hi := []byte{byte(fam) + 1}
 	it, err := engine.NewIterN(db.core.Store, u.next, hi, upgradeScanKeys+1)
 	if err != nil {
 		return err
@@ -224,14 +229,18 @@ func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) error {
 			return err
 		}
 		k := it.Key()
-		if nv, changed := docfmt.Upgrade(u.from, v); changed {
+		upgrade := docfmt.Upgrade
+		if fam == codec.FamilyFeed {
+			upgrade = docfmt.UpgradeEvent
+		}
+		if nv, changed := upgrade(u.from, v); changed {
 			n := len(k) + len(nv)
 			if escaped > 0 && size+n > budget {
 				done = false
 				break
 			}
 			if (hardBytes > 0 && n > hardBytes) || (db.core.Caps.MaxValueSize > 0 && len(nv) > db.core.Caps.MaxValueSize) {
-				return fmt.Errorf("%w: the version at key %x starts with the byte C1, so it must be stored escaped (2 bytes more, %d bytes), which is over the engine's limits (a value of at most %d bytes, a batch of at most %d): raise the engine's limits and open the store again (until then it is refused)",
+				return fmt.Errorf("%w: the value at key %x starts with the byte C1, so it must be stored escaped (2 bytes more, %d bytes), which is over the engine's limits (a value of at most %d bytes, a batch of at most %d): raise the engine's limits and open the store again (until then it is refused)",
 					ErrInvalid, k, len(nv), db.core.Caps.MaxValueSize, db.core.Caps.MaxBatchBytes)
 			}
 			if err := b.Set(k, nv); err != nil {
@@ -246,9 +255,14 @@ func (db *DB) upgradeChunk(cur []byte, u upgradeState, st *upgradeStats) error {
 	if err := it.Close(); err != nil { // before the commit: a shared engine's view is released
 		return err
 	}
-	if done {
+	switch {
+	case done && fam == codec.FamilyVersions:
+		// On to the feed events (queues have no values to upgrade).
+		next := upgradeState{from: u.from, next: []byte{byte(codec.FamilyFeed)}}
+		err = b.Set(upgradeKey, next.encode())
+	case done:
 		err = b.Delete(upgradeKey)
-	} else {
+	default:
 		next := upgradeState{from: u.from, next: append(last, 0x00)} // the key's immediate successor
 		if last == nil {
 			next.next = u.next // nothing read: cannot happen with the bounds above

@@ -111,7 +111,11 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 		}
 		r.value = decodeVersion(v, fm)
 	default: // feed
-		r.value = decode(v)
+		ev, meta := fm.ParseEvent(v)
+		if meta != nil {
+			r.header = append(r.header, field{"meta", rawMetaObject(meta)})
+		}
+		r.value = decode(ev)
 	}
 	return r
 }

@@ -1,6 +1,7 @@
 package versioned
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"iter"
@@ -10,6 +11,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
@@ -57,7 +59,8 @@ type Feed[T any] struct {
 	pos    *positions
 	codec  codec.Value[T]
 	clock  func() time.Time
-	shared bool // the engine is shared: see shared.go
+	shared bool         // the engine is shared: see shared.go
+	fm     docfmt.Rules // how event values read: by the store's format
 	// pastCursors: trims ignore the groups' cursors.
 	pastCursors bool
 	retention   FeedRetention
@@ -74,7 +77,7 @@ func NewFeed[T any](db *tipkv.DB, opts *FeedOptions[T]) (*Feed[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Feed[T]{db: db, store: s, w: w, pos: pos, shared: s.Caps().Shared}
+	f := &Feed[T]{db: db, store: s, w: w, pos: pos, shared: s.Caps().Shared, fm: docfmt.RulesOf(w.ln.Format)}
 	if opts != nil {
 		if err := opts.Retention.check(); err != nil {
 			return nil, err
@@ -102,7 +105,28 @@ type Event[T any] struct {
 	Stream   string
 	Position int64
 	Value    T
+
+	meta []byte // encoded metadata (docfmt.AppendMeta), nil for none
 }
+
+// Metadata returns the metadata the event was appended with
+// (tipkv.WithMetadata, Batch.SetMetadata), decoded now: the zero
+// Metadata for none. A read decodes only the event; the metadata waits
+// for this call.
+func (e Event[T]) Metadata() (tipkv.Metadata, error) {
+	if e.meta == nil {
+		return tipkv.Metadata{}, nil
+	}
+	m, err := docfmt.ParseMeta(e.meta)
+	if err != nil {
+		return tipkv.Metadata{}, fmt.Errorf("%w: stream %q, position %d: %w", tipkv.ErrCorrupt, e.Stream, e.Position, err)
+	}
+	return tipkv.Metadata(m), nil
+}
+
+// HasMetadata reports whether the event was appended with metadata,
+// without decoding it.
+func (e Event[T]) HasMetadata() bool { return e.meta != nil }
 
 // Time returns the position as a time.
 func (e Event[T]) Time() time.Time { return time.Unix(0, e.Position) }
@@ -181,14 +205,18 @@ func (f *Feed[T]) newest(r engine.Reader, stream string, prefix []byte, sp span,
 		}
 		var zero T
 		*scratch = zero
-		err = f.codec.Decode(raw, scratch)
+		ev, meta := f.fm.ParseEvent(raw)
+		err = f.codec.Decode(ev, scratch)
 		if err != nil {
 			if !errors.Is(err, tipkv.ErrCorrupt) {
 				err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
 			}
 			return false, fmt.Errorf("position %d: %w", sc.n, err)
 		}
-		if !yield(Event[T]{Stream: stream, Position: sc.n, Value: *scratch}, nil) {
+		if meta != nil {
+			meta = bytes.Clone(meta) // raw is the iterator's
+		}
+		if !yield(Event[T]{Stream: stream, Position: sc.n, Value: *scratch, meta: meta}, nil) {
 			return true, nil
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/engine"
+	"github.com/tipkv/tipkv/internal/docfmt"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -157,7 +158,9 @@ func (f *Feed[T]) appendTx(tx *link.Tx, stream string, at int64, val []byte) (in
 			return 0, err
 		}
 	}
-	if err := tx.Batch.Set(key, val); err != nil {
+	// The Update's metadata goes in the event's header (docfmt's
+	// event.go); an event without it is stored as encoded.
+	if err := tx.Batch.Set(key, docfmt.AppendEvent(nil, tx.Meta(), val)); err != nil {
 		return 0, err
 	}
 	return p, nil

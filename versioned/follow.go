@@ -320,13 +320,14 @@ type rawEvent struct {
 
 func (f *Feed[T]) decodeRaw(stream string, r rawEvent) (Event[T], error) {
 	var v T
-	if err := f.codec.Decode(r.val, &v); err != nil {
+	ev, meta := f.fm.ParseEvent(r.val) // r.val is a copy: meta may alias it
+	if err := f.codec.Decode(ev, &v); err != nil {
 		if !errors.Is(err, tipkv.ErrCorrupt) {
 			err = fmt.Errorf("%w: %w", tipkv.ErrCorrupt, err)
 		}
 		return Event[T]{}, fmt.Errorf("position %d: %w", r.n, err)
 	}
-	return Event[T]{Stream: stream, Position: r.n, Value: v}, nil
+	return Event[T]{Stream: stream, Position: r.n, Value: v, meta: meta}, nil
 }
 
 // scanRaw appends to dst the stored events of prefix in sp, newest first,

@@ -234,8 +234,17 @@ func (ck *checker) visit(r Range, k, v []byte) {
 	case codec.FamilyFeed:
 		ck.rep.Events++
 		ck.numbered(k, name, rest, "position", false)
+		ev, meta := ck.fm.ParseEvent(v)
+		if ck.fm.Current() && !docfmt.CanonicalEvent(v) {
+			ck.add("value", k, "an event value that starts with C1 but has no header the format writes (a store upgraded without escaping it)")
+		}
+		if meta != nil {
+			if _, err := docfmt.ParseMeta(meta); err != nil {
+				ck.add("value", k, "event metadata does not decode: %v", err)
+			}
+		}
 		if ck.o.Values && !ck.o.Raw[name] {
-			ck.payload(k, v)
+			ck.payload(k, ev)
 		}
 	case codec.FamilyFeedCursors:
 		ck.feedCursor(k, name, rest, v)
