@@ -60,9 +60,10 @@ type compatStream struct {
 	Name   string `json:"name"`
 	Codec  string `json:"codec"`
 	Events []struct {
-		Position int64          `json:"position"`
-		Value    string         `json:"value"`
-		Decoded  map[string]any `json:"decoded,omitempty"`
+		Position int64           `json:"position"`
+		Value    string          `json:"value"`
+		Decoded  map[string]any  `json:"decoded,omitempty"`
+		Meta     *tipkv.Metadata `json:"meta,omitempty"` // none before format 4
 	} `json:"events"`
 	Cursors map[string]int64 `json:"cursors,omitempty"`
 	Leases  map[string]struct {
@@ -244,9 +245,20 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 		people, err := versioned.NewFeed[Person](db, nil)
 		require.NoError(t, err)
 		var got, want []string
+		i := 0
 		for e, err := range raw.Newest(s.Name, tipkv.Query{}) {
 			require.NoError(t, err, where)
 			got = append(got, fmt.Sprintf("%d %x", e.Position, e.Value))
+			if i < len(s.Events) {
+				want := s.Events[i].Meta
+				require.Equal(t, want != nil, e.HasMetadata(), "%s: position %d", where, e.Position)
+				if want != nil {
+					m, err := e.Metadata()
+					require.NoError(t, err, where)
+					require.Equal(t, *want, m, "%s: metadata at position %d", where, e.Position)
+				}
+			}
+			i++
 		}
 		for _, e := range s.Events {
 			want = append(want, fmt.Sprintf("%d %s", e.Position, e.Value))

@@ -52,18 +52,18 @@ func TestCheckProblems(t *testing.T) {
 		require.Regexp(t, "(?m)^"+want, out)
 	}
 	require.NotContains(t, out, "raw | r", "--raw exempts collection raw")
-	require.Contains(t, out, ": 12 problem(s)\n")
+	require.Contains(t, out, ": 13 problem(s)\n")
 
 	short, _, code := cli(t, "check", dir, "--max", "2", "--raw", "raw")
 	require.Equal(t, exitFail, code)
 	require.Equal(t, 5, strings.Count(short, "\n"), "a header, 2 problems, the rest counted, a verdict:\n%s", short)
-	require.Contains(t, short, "... and 10 more (--max)")
+	require.Contains(t, short, "... and 11 more (--max)")
 
 	out, _, code = cli(t, "check", "--json", dir)
 	require.Equal(t, exitFail, code)
 	m := jsonOf(t, out)
 	require.Equal(t, false, m["healthy"])
-	require.EqualValues(t, 13, m["problem_count"], "without --raw, collection raw's text is a problem too")
+	require.EqualValues(t, 14, m["problem_count"], "without --raw, collection raw's text is a problem too")
 	first := m["problems"].([]any)[1].(map[string]any)
 	require.Equal(t, "versions", first["kind"])
 	require.Equal(t, "c", first["collection"])

@@ -1,12 +1,16 @@
 package tipkvtest
 
 import (
+	"context"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -18,6 +22,7 @@ func documentMetadataCases() []testCase {
 		{"MetadataRoundTrip", checked(testMetadataRoundTrip)},
 		{"MetadataBounds", checked(testMetadataBounds)},
 		{"MetadataRetriedUpdate", checked(testMetadataRetriedUpdate)},
+		{"EventMetadataRoundTrip", checked(testEventMetadataRoundTrip)},
 	}
 }
 
@@ -176,4 +181,95 @@ func testMetadataRetriedUpdate(t *testing.T, b backend) {
 	requireMeta(t, hist[0], &m, "the version the Update committed")
 	requireMeta(t, hist[1], nil, "B's version")
 	requireMeta(t, hist[2], nil, "the first version")
+}
+
+// Feed events carry metadata as versions do: set on the Append (a DB or a
+// Batch, through WithMetadata) or on the Update, a write's own over the
+// Update's; Newest, Since and Follow return it, decoded on asking; an
+// event written without has none, and a raw event whose bytes start with
+// C1 (the header's first byte) reads back as written, with or without.
+func testEventMetadataRoundTrip(t *testing.T, b backend) {
+	db := b.Open(t, nil)
+	raw, err := versioned.NewFeed[[]byte](db, &versioned.FeedOptions[[]byte]{Codec: codec.Raw{}})
+	require.NoError(t, err)
+	ada := tipkv.Metadata{Author: "ada", Reason: "fix a typo", CorrelationID: "req-1", Headers: map[string]string{"tenant": "t1"}}
+	job := tipkv.Metadata{Author: "import-job"}
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	type want struct {
+		value []byte
+		meta  *tipkv.Metadata
+	}
+	wants := map[int64]want{}
+	appendAt := func(w tipkv.Writer, i int, v []byte, m *tipkv.Metadata) {
+		t.Helper()
+		p, err := raw.AppendAt(w, "s", at(i), v)
+		require.NoError(t, err)
+		wants[p] = want{v, m}
+	}
+	appendAt(db, 1, []byte("plain"), nil)
+	appendAt(tipkv.WithMetadata(db, ada), 2, []byte("by ada"), &ada)
+	appendAt(db, 3, []byte{0xc1, 0x20, 0x01, 'x'}, nil) // a header's bytes, stored escaped
+	appendAt(db, 4, []byte{0xc1}, nil)
+	appendAt(tipkv.WithMetadata(db, ada), 5, []byte{0xc1, 0x00}, &ada)
+	var inUpdate map[int64]want // the last run's: a shared engine may run it again
+	require.NoError(t, db.Update(func(tx *tipkv.Batch) error {
+		inUpdate = map[int64]want{}
+		if err := tx.SetMetadata(job); err != nil {
+			return err
+		}
+		p, err := raw.AppendAt(tx, "s", at(6), []byte("the Update's"))
+		if err != nil {
+			return err
+		}
+		inUpdate[p] = want{[]byte("the Update's"), &job}
+		p, err = raw.AppendAt(tipkv.WithMetadata(tx, ada), "s", at(7), []byte("its own"))
+		if err != nil {
+			return err
+		}
+		inUpdate[p] = want{[]byte("its own"), &ada}
+		return nil
+	}))
+	maps.Copy(wants, inUpdate)
+	p, dup, err := raw.AppendOnce(tipkv.WithMetadata(db, job), "s", "k", tipkv.UntilForgotten(), []byte("once"))
+	require.NoError(t, err)
+	require.False(t, dup)
+	wants[p] = want{[]byte("once"), &job}
+
+	check := func(what string, e versioned.Event[[]byte]) {
+		t.Helper()
+		w, ok := wants[e.Position]
+		require.True(t, ok, "%s: an event at position %d that no append returned", what, e.Position)
+		require.Equal(t, w.value, e.Value, "%s: position %d", what, e.Position)
+		got, err := e.Metadata()
+		require.NoError(t, err, what)
+		if w.meta == nil {
+			require.False(t, e.HasMetadata(), "%s: position %d", what, e.Position)
+			require.Equal(t, tipkv.Metadata{}, got, what)
+			return
+		}
+		require.True(t, e.HasMetadata(), "%s: position %d", what, e.Position)
+		require.Equal(t, *w.meta, got, "%s: position %d", what, e.Position)
+	}
+	n := 0
+	for e, err := range raw.Newest("s", tipkv.Query{}) {
+		require.NoError(t, err)
+		check("Newest", e)
+		n++
+	}
+	for e, err := range raw.Since("s", 0, tipkv.Query{}) {
+		require.NoError(t, err)
+		check("Since", e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := 0
+	for e, err := range raw.Follow(ctx, "s", 0) {
+		require.NoError(t, err)
+		check("Follow", e)
+		if k++; k == n {
+			break
+		}
+	}
+	require.Equal(t, n, k)
+	require.Equal(t, len(wants), n)
 }

@@ -236,7 +236,7 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		ck.numbered(k, name, rest, "position", false)
 		ev, meta := ck.fm.ParseEvent(v)
 		if ck.fm.Current() && !docfmt.CanonicalEvent(v) {
-			ck.add("value", k, "an event value that starts with C1 but has no header the format writes (a store upgraded without escaping it)")
+			ck.add("value", k, "an event value that starts with C1 in a form the format never writes")
 		}
 		if meta != nil {
 			if _, err := docfmt.ParseMeta(meta); err != nil {

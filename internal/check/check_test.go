@@ -98,6 +98,8 @@ func TestProblems(t *testing.T) {
 		{"a truncated version header", [][]byte{vkey("c", "a", 2), {0xc1, 0x10, 0, 0, 0}}, "value", "no version header"},
 		{"a lease of epoch 0", [][]byte{lkey("s", "g", 0), append(codec.AppendAsc(nil, 5), 'm')}, "key", "epoch 0 is below 1"},
 		{"a lease with no member", [][]byte{lkey("s", "g", 1), codec.AppendAsc(nil, 5)}, "value", "lease of 8 bytes"},
+		{"an event value in no form the format writes", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 6), {0xc1, 0x07}}, "value", "an event value that starts with C1"},
+		{"event metadata that does not decode", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 6), docfmt.AppendEvent(nil, []byte{0x01, 0x09}, []byte{0xc0})}, "value", "event metadata does not decode"},
 		{"a purge horizon with a value", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 5), {0x01}}, "value", "purge horizon with a 1-byte value"},
 		{"a purge horizon at time 0", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 0), {}}, "key", "time 0 is below 1"},
 		{"two leases of one group", [][]byte{lkey("s", "g", 1), append(codec.AppendAsc(nil, 5), 'm'), lkey("s", "g", 2), append(codec.AppendAsc(nil, 5), 'n')}, "key", "a second lease key"},

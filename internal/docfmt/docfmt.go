@@ -1,6 +1,7 @@
 // Package docfmt holds the details of the document value format that tools
 // must know besides the codec: the version header (commit time, expiry,
-// metadata, delete marker), the escape and the headers of older formats.
+// metadata, delete marker), the escape and the headers of older formats;
+// and the feed event header (event.go), which shares its escape.
 // Package versioned writes them, the root package's upgrade rewrites the
 // values of older formats into them, and cmd/tipkv and internal/check read
 // them; nothing else may depend on them.

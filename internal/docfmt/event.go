@@ -1,6 +1,9 @@
 package docfmt
 
-import "encoding/binary"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Feed events. From store format 4 on, an event's stored value is one of
 //
@@ -79,21 +82,17 @@ func UpgradeEvent(from int, v []byte) (upgraded []byte, changed bool) {
 }
 
 // CanonicalEvent reports whether v, an event's stored value of the current
-// format, has a form the format writes: a value that starts with C1 is an
-// escape or a header with metadata of at most MaxMetaSize bytes.
+// format, has the form the format writes (AppendEvent, UpgradeEvent): a
+// value that starts with C1 is the escape of an event that starts with C1
+// or a header with metadata of at most MaxMetaSize bytes, its length in
+// the fewest bytes.
 func CanonicalEvent(v []byte) bool {
 	if len(v) == 0 || v[0] != DeleteMarker {
 		return true
 	}
-	if len(v) < 2 {
-		return false
+	ev, meta := ParseEvent(v)
+	if len(ev) == len(v) {
+		return false // no form matched: read as the event
 	}
-	switch v[1] {
-	case escapeTag:
-		return true
-	case eventMetaTag:
-		_, meta := ParseEvent(v)
-		return meta != nil
-	}
-	return false
+	return bytes.Equal(AppendEvent(nil, meta, ev), v)
 }
