@@ -145,7 +145,7 @@ func testFeedBadInput(t *testing.T, b backend) {
 	require.Equal(t, []byte("x"), ev[0].Value)
 
 	// An event that does not decode.
-	rawSet(t, db, feedKey("bad", 5), []byte{0xc1})
+	rawSet(t, db, feedKey("bad", 5), []byte{0xd9}) // a str 8 without its length
 	err = testutil.ReadErr(t, f.Newest("bad", tipkv.Query{}))
 	require.ErrorIs(t, err, tipkv.ErrCorrupt)
 	require.ErrorContains(t, err, `stream "bad": position 5`)
