@@ -28,7 +28,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	if err := emails.Enqueue(db, Email{"ann@example.com", "hello"}, Email{"bob@example.com", "hi"}); err != nil {
+	if _, err := emails.Enqueue(db, Email{"ann@example.com", "hello"}, Email{"bob@example.com", "hi"}); err != nil {
 		log.Fatal(err)
 	}
 	msgs, err := emails.Receive(10, 30*time.Second)
@@ -63,7 +63,8 @@ func Example_outbox() {
 
 	err = db.Update(func(b *tipkv.Batch) error {
 		// ... write the order document through b here ...
-		return outbox.Enqueue(b, "order-17 placed")
+		_, err := outbox.Enqueue(b, "order-17 placed")
+		return err
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -101,7 +102,7 @@ func ExampleQueue_DeadLetters() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := jobs.Enqueue(db, "resize photo 9"); err != nil {
+	if _, err := jobs.Enqueue(db, "resize photo 9"); err != nil {
 		log.Fatal(err)
 	}
 	for {
@@ -156,7 +157,7 @@ func ExampleQueue_ReceiveWait() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := jobs.Enqueue(db, "resize photo 1", "upload to a flaky server", "send mail"); err != nil {
+	if _, err := jobs.Enqueue(db, "resize photo 1", "upload to a flaky server", "send mail"); err != nil {
 		log.Fatal(err)
 	}
 

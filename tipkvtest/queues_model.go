@@ -135,7 +135,8 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 			vals[i] = nextVal
 			nextVal++
 		}
-		return q.Enqueue(w, vals...)
+		_, err := q.Enqueue(w, vals...)
+		return err
 	}
 	// enqueueOK enqueues n messages on the DB, in the model too.
 	enqueueOK := func(step, n int) {
