@@ -34,6 +34,8 @@ func queueCases() []testCase {
 		{"ReleaseAndExtend", testQueueReleaseAndExtend},
 		{"PopAndPeek", testQueuePopAndPeek},
 		{"EnqueueAt", testQueueEnqueueAt},
+		{"EnqueueSeqs", testQueueEnqueueSeqs},
+		{"EnqueueSeqsConcurrent", testQueueEnqueueSeqsConcurrent},
 		{"ClockDrivesTime", testQueueClockDrivesTime},
 		{"TimesOutOfRange", testQueueTimesOutOfRange},
 		{"ReceiveWait", testQueueReceiveWait},

@@ -24,8 +24,8 @@ import (
 // the call and a watermark hides later messages until the earlier commit
 // has returned (an aborted enqueue leaves a gap). On a shared engine they
 // are taken at commit: the later call commits first and gets the lower
-// number, the Update that lost the race runs its function again, and no
-// number is skipped.
+// number, the Update that lost the race runs its function again (each
+// run's Enqueue returns that run's number), and no number is skipped.
 func testQueueCommitOrder(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[string](t, db, "q", nil)
@@ -33,25 +33,29 @@ func testQueueCommitOrder(t *testing.T, b backend) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var runs atomic.Int32
+	var firsts []int64 // what each run's Enqueue returned
 	done := make(chan error)
 	go func() {
 		done <- db.Update(func(b *tipkv.Batch) error {
 			runs.Add(1)
-			if _, err := q.Enqueue(b, "first"); err != nil {
+			seq, err := q.Enqueue(b, "first")
+			if err != nil {
 				return err
 			}
+			firsts = append(firsts, seq)
 			once.Do(func() { close(inside) })
 			<-release
 			return nil
 		})
 	}()
 	<-inside
-	qPush(t, db, q, "second")
+	second := qPush(t, db, q, "second")
 	ms, err := q.Receive(10, time.Minute)
 	require.NoError(t, err)
 	if shared {
 		require.Equal(t, []string{"second"}, qValues(ms), "committed first, numbered first")
 		require.Equal(t, int64(1), ms[0].Seq)
+		require.Equal(t, ms[0].Seq, second)
 		require.NoError(t, q.Ack(db, ms[0].ID))
 	} else {
 		require.Empty(t, ms, "second is committed but first, numbered before it, is not")
@@ -67,9 +71,12 @@ func testQueueCommitOrder(t *testing.T, b backend) {
 		require.Equal(t, []string{"first"}, qValues(ms))
 		require.Equal(t, int64(2), ms[0].Seq)
 		require.Equal(t, int32(2), runs.Load(), "the Update that lost the race ran again")
+		require.Equal(t, []int64{1, 2}, firsts, "each run's Enqueue returns that run's number")
 	} else {
 		require.Equal(t, []string{"first", "second"}, qValues(ms))
 		require.Equal(t, int32(1), runs.Load())
+		require.Equal(t, []int64{1}, firsts)
+		require.Equal(t, int64(2), second)
 	}
 	require.NoError(t, q.Ack(db, qIDs(ms)...))
 
