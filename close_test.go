@@ -57,7 +57,7 @@ func closeDuringUse(t *testing.T, after time.Duration) {
 			return nil
 		},
 		"append":  func(i int) error { _, err := feed.Append(db, "s", i); return err },
-		"enqueue": func(i int) error { return q.Enqueue(db, i, i+1) },
+		"enqueue": func(i int) error { _, err := q.Enqueue(db, i, i+1); return err },
 		"receive-ack": func(int) error {
 			msgs, err := q.Receive(4, time.Minute)
 			if err != nil {
@@ -78,7 +78,8 @@ func closeDuringUse(t *testing.T, after time.Duration) {
 				if err != nil {
 					return err
 				}
-				return q.Enqueue(b, int(v))
+				_, err = q.Enqueue(b, int(v))
+				return err
 			})
 		},
 	}
@@ -126,7 +127,8 @@ func closeDuringUse(t *testing.T, after time.Duration) {
 	require.ErrorIs(t, err, tipkv.ErrClosed)
 	_, err = docs.Latest("d")
 	require.ErrorIs(t, err, tipkv.ErrClosed)
-	require.ErrorIs(t, q.Enqueue(db, 1), tipkv.ErrClosed)
+	_, err = q.Enqueue(db, 1)
+	require.ErrorIs(t, err, tipkv.ErrClosed)
 	_, err = q.Receive(1, time.Second)
 	require.ErrorIs(t, err, tipkv.ErrClosed)
 	require.ErrorIs(t, waitQ.Wait(context.Background()), tipkv.ErrClosed)

@@ -13,7 +13,8 @@
 //		if _, err := orders.Put(b, "order-17", order); err != nil {
 //			return err
 //		}
-//		return events.Enqueue(b, OrderPlaced{ID: "order-17"})
+//		_, err := events.Enqueue(b, OrderPlaced{ID: "order-17"})
+//		return err
 //	})
 //
 // Both writes survive a crash, or neither does.

@@ -96,7 +96,8 @@ func ExampleDB_Update() {
 		if err != nil {
 			return err
 		}
-		return outbox.Enqueue(b, OrderPlaced{ID: "order-17", Version: v})
+		_, err = outbox.Enqueue(b, OrderPlaced{ID: "order-17", Version: v})
+		return err
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -108,7 +109,7 @@ func ExampleDB_Update() {
 		if err != nil {
 			return err
 		}
-		if err := outbox.Enqueue(b, OrderPlaced{ID: "order-17", Version: v}); err != nil {
+		if _, err := outbox.Enqueue(b, OrderPlaced{ID: "order-17", Version: v}); err != nil {
 			return err
 		}
 		return errPayment // neither the version nor its event is written
@@ -190,7 +191,8 @@ func Example_relay() {
 			if err != nil {
 				return err
 			}
-			return outbox.Enqueue(b, OrderPlaced{ID: id, Version: v})
+			_, err = outbox.Enqueue(b, OrderPlaced{ID: id, Version: v})
+			return err
 		})
 		if err != nil {
 			log.Fatal(err)

@@ -63,7 +63,8 @@ func TestForeignKeys(t *testing.T) {
 	// A foreign key among a queue's items.
 	q, err := queue.Open[string](db, "jobs", nil)
 	require.NoError(t, err)
-	require.NoError(t, q.Enqueue(db, "x"))
+	_, err = q.Enqueue(db, "x")
+	require.NoError(t, err)
 	qprefix := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), "jobs")
 	require.NoError(t, put(db, string(append(qprefix, 0x80, 0x01)), "junk"))
 	require.NotPanics(t, func() {

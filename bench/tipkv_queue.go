@@ -28,7 +28,10 @@ func openTipkvQueue(dir string, cfg config, synced bool) (*tipkvQueue, error) {
 	return &tipkvQueue{db: db, q: q}, nil
 }
 
-func (t *tipkvQueue) enqueue(items [][]byte) error { return t.q.Enqueue(t.db, items...) }
+func (t *tipkvQueue) enqueue(items [][]byte) error {
+	_, err := t.q.Enqueue(t.db, items...)
+	return err
+}
 
 // dequeue is one Pop of n.
 func (t *tipkvQueue) dequeue(n int) (int, error) {

@@ -62,14 +62,15 @@ func TestCheckpointWhileWriting(t *testing.T) {
 			_, err := feed.AppendAt(db, "s", t0.Add(time.Duration(n)*time.Millisecond), item{N: n, Pad: pad})
 			return err
 		},
-		"queue": func(n int) error { return jobs.Enqueue(db, item{N: n, Pad: pad}) },
+		"queue": func(n int) error { _, err := jobs.Enqueue(db, item{N: n, Pad: pad}); return err },
 		"outbox": func(n int) error {
 			return db.Update(func(b *tipkv.Batch) error {
 				v, err := orders.Put(b, "o", item{N: n, Pad: pad})
 				if err != nil {
 					return err
 				}
-				return outbox.Enqueue(b, item{N: n, Version: v})
+				_, err = outbox.Enqueue(b, item{N: n, Version: v})
+				return err
 			})
 		},
 	}

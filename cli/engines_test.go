@@ -57,7 +57,8 @@ func TestSharedEngineStore(t *testing.T) {
 		}
 		jobs, err := queue.Open[string](db, "jobs", nil)
 		require.NoError(t, err)
-		require.NoError(t, jobs.Enqueue(db, "a", "b"))
+		_, err = jobs.Enqueue(db, "a", "b")
+		require.NoError(t, err)
 	})
 
 	out := cliOK(t, "history", target, "users", "alice")

@@ -44,9 +44,11 @@ func realStore(t *testing.T) string {
 		q, err := queue.Open(db, "jobs", &queue.Options[job]{MaxAttempts: 1})
 		require.NoError(t, err)
 		for i := 1; i <= 6; i++ {
-			require.NoError(t, q.Enqueue(db, job{i, "resize"}))
+			_, err := q.Enqueue(db, job{i, "resize"})
+			require.NoError(t, err)
 		}
-		require.NoError(t, q.EnqueueAt(db, goldenWritten.Add(time.Hour), job{7, "later"}))
+		_, err = q.EnqueueAt(db, goldenWritten.Add(time.Hour), job{7, "later"})
+		require.NoError(t, err)
 		msgs, err := q.Receive(4, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, msgs, 4)

@@ -28,7 +28,7 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := jobs.Enqueue(db, "resize", "thumbnail"); err != nil {
+	if _, err := jobs.Enqueue(db, "resize", "thumbnail"); err != nil {
 		log.Fatal(err)
 	}
 

@@ -60,8 +60,10 @@ func fill(t testing.TB, db *tipkv.DB) {
 
 	jobs, err := queue.Open[string](db, "jobs", &queue.Options[string]{MaxAttempts: 1})
 	require.NoError(t, err)
-	require.NoError(t, jobs.EnqueueWith(db, queue.EnqueueOptions{Headers: queue.Headers{"traceparent": "00-abc-01"}}, "first"))
-	require.NoError(t, jobs.Enqueue(db, "second", "third"))
+	_, err = jobs.EnqueueWith(db, queue.EnqueueOptions{Headers: queue.Headers{"traceparent": "00-abc-01"}}, "first")
+	require.NoError(t, err)
+	_, err = jobs.Enqueue(db, "second", "third")
+	require.NoError(t, err)
 	ms, err := jobs.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ms, 1)

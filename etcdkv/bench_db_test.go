@@ -194,7 +194,7 @@ func benchDBEnqueue(b *testing.B) {
 		}
 		return err
 	}
-	store := func(int64) error { return q.Enqueue(db, items...) }
+	store := func(int64) error { _, err := q.Enqueue(db, items...); return err }
 	rawD, storeD := pair(b, raw, store)
 	b.ReportMetric(batch/rawD.Seconds(), "raw-msg/s")
 	b.ReportMetric(batch/storeD.Seconds(), "msg/s")
@@ -242,7 +242,7 @@ func benchDBQueue2x2(b *testing.B, batch int) {
 				if n <= 0 {
 					return
 				}
-				if err := h.q.Enqueue(h.db, items[:n]...); err != nil {
+				if _, err := h.q.Enqueue(h.db, items[:n]...); err != nil {
 					errs <- err
 					return
 				}
@@ -361,7 +361,8 @@ func benchDBOutbox(b *testing.B) {
 			if _, err := docs.Put(bt, "order-1", benchValue); err != nil {
 				return err
 			}
-			return q.Enqueue(bt, items...)
+			_, err := q.Enqueue(bt, items...)
+			return err
 		})
 	}
 	pair(b, raw, store)

@@ -167,7 +167,8 @@ func tipkvPC(b *testing.B, eps []string, handles int, rpcs *rpcCount) func(int) 
 	}
 	return pcRig(b, func(p int) error {
 		h := prod(p)
-		return qs[h].Enqueue(dbs[h], msgs...)
+		_, err := qs[h].Enqueue(dbs[h], msgs...)
+		return err
 	}, func(ctx context.Context, c int, acks chan<- int) error {
 		h := cons(c)
 		for {

@@ -149,7 +149,7 @@ func wakeRig(b *testing.B, op string, commits, watches *[]time.Duration) func(i 
 				}
 			}
 		}()
-		write = func(i int) error { return wq.Enqueue(writer, benchDoc{Count: i}) }
+		write = func(i int) error { _, err := wq.Enqueue(writer, benchDoc{Count: i}); return err }
 	}
 	return func(i int) time.Duration {
 		time.Sleep(wakeFloor + rand.N(wakeJitter))

@@ -38,7 +38,8 @@ func TestUpdateOverTxnLimit(t *testing.T) {
 			if _, err := docs.Put(b, "order-1", "placed"); err != nil {
 				return err
 			}
-			return q.Enqueue(b, make([]int, n)...)
+			_, err := q.Enqueue(b, make([]int, n)...)
+			return err
 		})
 	}
 	err = outbox(999)

@@ -275,7 +275,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		seq := int64(1)
 		var key []byte
 		op := func() {
-			if err := db.Update(func(batch *tipkv.Batch) error { return q.Enqueue(batch, item) }); err != nil {
+			if err := db.Update(func(batch *tipkv.Batch) error { _, err := q.Enqueue(batch, item); return err }); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -308,7 +308,7 @@ func BenchmarkQueueFloor(b *testing.B) {
 		seq := int64(1)
 		var key []byte
 		paired.Ratio(b, func() {
-			if err := db.Update(func(batch *tipkv.Batch) error { return q.Enqueue(batch, item) }); err != nil {
+			if err := db.Update(func(batch *tipkv.Batch) error { _, err := q.Enqueue(batch, item); return err }); err != nil {
 				b.Fatal(err)
 			}
 		}, func() {
@@ -548,12 +548,12 @@ func TestQueueChurnDisk(t *testing.T) {
 	dir := t.TempDir()
 	db, q := qbOpen(t, dir, &tipkv.Options{NoSync: true, MemTableSize: *churnMemTable})
 	items := qbItems(1000)
-	require.NoError(t, q.Enqueue(db, items...))
+	push(t, db, q, items...)
 	var maxSize int64
 	sample := max(*churnDisk/100, 1)
 	start := time.Now()
 	for c := range *churnDisk {
-		require.NoError(t, q.Enqueue(db, items[c%1000]))
+		push(t, db, q, items[c%1000])
 		ms, err := q.Pop(1)
 		require.NoError(t, err)
 		require.Len(t, ms, 1)

@@ -90,7 +90,7 @@ func qbEnqueue(b testing.TB, db *tipkv.DB, q *queue.Queue[[]byte], n int) {
 	items := qbItems(1000)
 	for n > 0 {
 		k := min(n, 1000)
-		require.NoError(b, q.Enqueue(db, items[:k]...))
+		push(b, db, q, items[:k]...)
 		n -= k
 	}
 }
@@ -357,7 +357,7 @@ func benchEnqueue(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	enqueue := func() {
-		if err := q.Enqueue(db, items...); err != nil {
+		if _, err := q.Enqueue(db, items...); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -408,7 +408,7 @@ func benchSynced(b *testing.B, p int) {
 	db, q := qbOpen(b, b.TempDir(), nil)
 	item := qbItems(1)[0]
 	nOne := qbPhased(b, p, func(int) error {
-		return db.Update(func(batch *tipkv.Batch) error { return q.Enqueue(batch, item) })
+		return db.Update(func(batch *tipkv.Batch) error { _, err := q.Enqueue(batch, item); return err })
 	})
 	require.Equal(b, b.N+nOne, q.Len())
 }
@@ -473,7 +473,7 @@ func TestQueueChurn(t *testing.T) {
 	cycles := *queueChurn / batch
 	db, q := qbOpen(t, t.TempDir(), &tipkv.Options{NoSync: true})
 	items := qbItems(batch)
-	require.NoError(t, q.Enqueue(db, items...))
+	push(t, db, q, items...)
 	recv := make([]time.Duration, cycles)
 	var maxDisk uint64
 	ps, err := link.StoreOf(db)
@@ -493,7 +493,7 @@ func TestQueueChurn(t *testing.T) {
 	sample := max(cycles/40, 1)
 	start := time.Now()
 	for c := range cycles {
-		require.NoError(t, q.Enqueue(db, items...))
+		push(t, db, q, items...)
 		t0 := time.Now()
 		ms, err := q.Receive(batch, time.Hour)
 		recv[c] = time.Since(t0)

@@ -49,7 +49,7 @@ func TestDefaultCodecFollowsTheStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := openQ[apiEvent](t, tc.db, "events", nil)
-			require.NoError(t, q.Enqueue(tc.db, apiEvent{UserID: "u1"}))
+			push(t, tc.db, q, apiEvent{UserID: "u1"})
 			s, err := link.StoreOf(tc.db)
 			require.NoError(t, err)
 			v, err := s.Get(codec.AppendAsc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueItems), "events"), 1))

@@ -42,7 +42,7 @@ func BenchmarkDeleteRuns(b *testing.B) {
 					items[i] = make([]byte, 100)
 				}
 				for range b.N {
-					if err := q.Enqueue(db, items...); err != nil {
+					if _, err := q.Enqueue(db, items...); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -3,7 +3,7 @@
 // leases, acknowledgements, dead letters and a transactional outbox.
 //
 //	q, err := queue.Open[Event](db, "events", nil)
-//	err = q.Enqueue(db, Event{...})                 // or q.Enqueue(batch, ...) inside db.Update
+//	seq, err := q.Enqueue(db, Event{...})           // its Message.Seq; or q.Enqueue(batch, ...) inside db.Update
 //	msgs, err := q.Receive(100, 30*time.Second)     // leased, oldest first
 //	err = q.Ack(db, msgs[0].ID)                     // deleted
 //

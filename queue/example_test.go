@@ -28,9 +28,11 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	if err := emails.Enqueue(db, Email{"ann@example.com", "hello"}, Email{"bob@example.com", "hi"}); err != nil {
+	first, err := emails.Enqueue(db, Email{"ann@example.com", "hello"}, Email{"bob@example.com", "hi"})
+	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Printf("enqueued #%d and #%d\n", first, first+1)
 	msgs, err := emails.Receive(10, 30*time.Second)
 	if err != nil {
 		log.Fatal(err)
@@ -43,6 +45,7 @@ func Example() {
 	}
 	fmt.Println("left:", emails.Len())
 	// Output:
+	// enqueued #1 and #2
 	// #1 to ann@example.com: hello (attempt 1)
 	// #2 to bob@example.com: hi (attempt 1)
 	// left: 0
@@ -61,13 +64,17 @@ func Example_outbox() {
 		log.Fatal(err)
 	}
 
+	var seq int64
 	err = db.Update(func(b *tipkv.Batch) error {
 		// ... write the order document through b here ...
-		return outbox.Enqueue(b, "order-17 placed")
+		var err error
+		seq, err = outbox.Enqueue(b, "order-17 placed") // its number if the Update commits
+		return err
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
+	fmt.Printf("committed #%d\n", seq)
 
 	// The relay: wait for messages, publish, acknowledge.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -80,13 +87,14 @@ func Example_outbox() {
 		log.Fatal(err)
 	}
 	for _, m := range msgs {
-		fmt.Println("publish:", m.Value)
+		fmt.Printf("publish #%d: %s\n", m.Seq, m.Value)
 	}
 	if err := outbox.Ack(db, msgs[0].ID); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
-	// publish: order-17 placed
+	// committed #1
+	// publish #1: order-17 placed
 }
 
 // Messages that keep failing move to the dead-letter queue, where they can
@@ -101,7 +109,7 @@ func ExampleQueue_DeadLetters() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := jobs.Enqueue(db, "resize photo 9"); err != nil {
+	if _, err := jobs.Enqueue(db, "resize photo 9"); err != nil {
 		log.Fatal(err)
 	}
 	for {
@@ -156,7 +164,7 @@ func ExampleQueue_ReceiveWait() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := jobs.Enqueue(db, "resize photo 1", "upload to a flaky server", "send mail"); err != nil {
+	if _, err := jobs.Enqueue(db, "resize photo 1", "upload to a flaky server", "send mail"); err != nil {
 		log.Fatal(err)
 	}
 

@@ -157,9 +157,9 @@ func runSharedFaults(t *testing.T, seed uint64, steps int) {
 			}
 			var err error
 			if rng.IntN(2) == 0 {
-				err = q.Enqueue(db, vals...)
+				_, err = q.Enqueue(db, vals...)
 			} else {
-				err = db.Update(func(b *tipkv.Batch) error { return q.Enqueue(b, vals...) })
+				err = db.Update(func(b *tipkv.Batch) error { _, err := q.Enqueue(b, vals...); return err })
 			}
 			outcome := "ok"
 			switch {

@@ -14,7 +14,7 @@ import (
 func TestIDText(t *testing.T) {
 	db := testutil.OpenMem(t)
 	q := openQ[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1))
+	push(t, db, q, 1)
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	id := ms[0].ID

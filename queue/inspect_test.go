@@ -44,9 +44,11 @@ func TestInspect(t *testing.T) {
 		q := openQ[string](t, db, "jobs", &queue.Options[string]{MaxAttempts: 1})
 		t0 := clock.Now().UTC()
 
-		require.NoError(t, q.EnqueueWith(db, queue.EnqueueOptions{Headers: queue.Headers{"traceparent": "00-abc"}}, "a"))
-		require.NoError(t, q.Enqueue(db, "b", "c", "d"))
-		require.NoError(t, q.EnqueueAt(db, t0.Add(time.Hour), "later"))
+		_, err := q.EnqueueWith(db, queue.EnqueueOptions{Headers: queue.Headers{"traceparent": "00-abc"}}, "a")
+		require.NoError(t, err)
+		push(t, db, q, "b", "c", "d")
+		_, err = q.EnqueueAt(db, t0.Add(time.Hour), "later")
+		require.NoError(t, err)
 		require.Equal(t, []seen{
 			{1, "a", queue.Ready, time.Time{}, 0},
 			{2, "b", queue.Ready, time.Time{}, 0},
@@ -113,7 +115,7 @@ func TestInspectErrors(t *testing.T) {
 	inModes(t, func(t *testing.T, m mode) {
 		db := m.open(t, 1, nil)[0]
 		q := openQ[string](t, db, "jobs", nil)
-		require.NoError(t, q.Enqueue(db, "a"))
+		push(t, db, q, "a")
 		_, err := q.Inspect(0, 0)
 		require.ErrorIs(t, err, tipkv.ErrInvalid)
 		require.NoError(t, db.Close())

@@ -81,8 +81,9 @@ func TestLogsAndMetrics(t *testing.T) {
 		q := openQ(t, db, "q", &queue.Options[int]{MaxAttempts: 2})
 		require.Equal(t, tipkv.QueueMetrics{Name: "q", Gauges: m.name == "pebble"}, queueMetrics(t, db, "q"), "registered at Open")
 
-		require.NoError(t, q.Enqueue(db, 1, 2, 3))
-		require.NoError(t, q.EnqueueAt(db, clock.Now().Add(time.Hour), 4))
+		push(t, db, q, 1, 2, 3)
+		_, err := q.EnqueueAt(db, clock.Now().Add(time.Hour), 4)
+		require.NoError(t, err)
 		ms, err := q.Receive(2, time.Minute) // 1 and 2
 		require.NoError(t, err)
 		require.Len(t, ms, 2)
@@ -107,7 +108,7 @@ func TestLogsAndMetrics(t *testing.T) {
 
 		// A value that does not decode as an int.
 		s := openQ(t, db, "q", &queue.Options[string]{Codec: codec.String{}})
-		require.NoError(t, s.Enqueue(db, "\xc1"))
+		push(t, db, s, "\xc1")
 		clock.Advance(time.Hour)
 		ms, err = q.Receive(10, time.Minute)
 		require.ErrorIs(t, err, tipkv.ErrCorrupt)
@@ -143,7 +144,7 @@ func TestMetricsAfterReopen(t *testing.T) {
 	db, err := tipkv.Open(dir, nil)
 	require.NoError(t, err)
 	q := openQ(t, db, "q", &queue.Options[int]{MaxAttempts: 1})
-	require.NoError(t, q.Enqueue(db, 1, 2, 3))
+	push(t, db, q, 1, 2, 3)
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, q.Release(ms[0].ID, 0))

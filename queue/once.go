@@ -31,6 +31,10 @@ import (
 // inside an Update requires the key's record as read, so the Update's
 // other writes commit only while the key holds.
 //
+// The sequence number of a message it enqueues is what Enqueue would
+// return for it, inside an Update too (see Enqueue); with an error it
+// returns 0.
+//
 // On a *tipkv.DB, a key that holds is found with one read, and no write
 // is made. A key is at most once.MaxKeySize (1,024) bytes; an empty key, a
 // longer one or the zero Scope is tipkv.ErrInvalid.

@@ -57,7 +57,7 @@ func BenchmarkOnceEnqueue(b *testing.B) {
 					}
 				}
 				base := func() {
-					if err := plain.Enqueue(db, items...); err != nil {
+					if _, err := plain.Enqueue(db, items...); err != nil {
 						b.Fatal(err)
 					}
 				}

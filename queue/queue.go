@@ -116,7 +116,11 @@ func (q *Queue[T]) Name() string { return q.c.name }
 
 // Enqueue appends items to the queue, in order, through w: a *tipkv.DB
 // commits them at once, a *tipkv.Batch commits them with the rest of its
-// Update (the transactional outbox).
+// Update (the transactional outbox). It returns the sequence number of the
+// first item: the items get first, first+1, ..., first+len(items)-1, in
+// order, the numbers their Message.Seq carries (and ID.Seq, Inspect,
+// DeadLetters, Requeue and Discard use). With no items it writes nothing
+// and returns 0; with an error it returns 0.
 //
 // On Pebble, sequence numbers come from memory: Enqueue reads nothing and
 // never waits for other writers, and the items become visible to Receive,
@@ -125,15 +129,29 @@ func (q *Queue[T]) Name() string { return q.c.name }
 // the numbers are assigned at commit: Enqueue reads the queue's state key
 // and requires it unchanged when the batch commits. If another process
 // enqueued first, an Enqueue on a *tipkv.DB reads again and retries at
-// once; inside an Update, the Update's function runs again (see
-// tipkv.DB.Update), so keep it free of other side effects. The items are
-// visible once the commit is.
+// once, and returns the numbers of the write that committed; inside an
+// Update, the Update's function runs again (see tipkv.DB.Update), so keep
+// it free of other side effects. The items are visible once the commit
+// is.
+//
+// Inside an Update the numbers are returned before the Update commits:
+// they are the items' once the Update returns nil. Calls in one Update
+// get ranges in call order: consecutive on a shared engine; on Pebble
+// too, unless an enqueue of another goroutine took numbers between them.
+// Where the function runs more than once (on a shared engine, or on
+// Pebble after an EnqueueOnce lost a race), each run's calls return that
+// run's numbers, and the last run is the one committed. If the Update
+// fails, no message has its numbers: on Pebble, where they are taken
+// from memory at the call, they are skipped (a gap in the queue), and no
+// later enqueue takes them, after a Close and Open too (after a crash,
+// one may); on a shared engine, where they come from the stored tail at
+// commit, a later enqueue takes them.
 //
 // An item whose encoding is over MaxValueSize (on a shared engine, over
 // half of what one batch of the engine holds, less a margin: a delivery
 // writes a message twice) is refused with tipkv.ErrInvalid; then none of
-// items is written. Enqueue with no items does nothing.
-func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
+// items is written.
+func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) (first int64, err error) {
 	return q.enqueue(w, time.Time{}, nil, items)
 }
 
@@ -143,7 +161,8 @@ func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 // memory of delivered messages grows with the number of messages consumed
 // behind it until it is consumed, and the first Receive after a restart
 // steps over those consumed messages once. Use delays of seconds to
-// hours, not months.
+// hours, not months. It returns the first item's sequence number, as
+// Enqueue does.
 //
 // Times are stored as Unix nanoseconds: a time before 1970 or after
 // 2262-04-11T23:47:16.854775807Z is refused with tipkv.ErrInvalid, and
@@ -151,7 +170,7 @@ func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) error {
 // lease, delay or backoff that would end after that is refused by the call
 // that asks for it, and so is every call while the clock reads a time
 // outside that range.
-func (q *Queue[T]) EnqueueAt(w tipkv.Writer, at time.Time, items ...T) error {
+func (q *Queue[T]) EnqueueAt(w tipkv.Writer, at time.Time, items ...T) (first int64, err error) {
 	return q.enqueue(w, at, nil, items)
 }
 
@@ -181,12 +200,13 @@ type EnqueueOptions struct {
 }
 
 // EnqueueWith is Enqueue with options: headers, such as trace context,
-// stored with each message, and a visible-at time. Headers whose encoding
-// is over MaxHeadersSize are tipkv.ErrInvalid, and nothing is written.
-func (q *Queue[T]) EnqueueWith(w tipkv.Writer, opts EnqueueOptions, items ...T) error {
+// stored with each message, and a visible-at time. It returns the first
+// item's sequence number, as Enqueue does. Headers whose encoding is over
+// MaxHeadersSize are tipkv.ErrInvalid, and nothing is written.
+func (q *Queue[T]) EnqueueWith(w tipkv.Writer, opts EnqueueOptions, items ...T) (first int64, err error) {
 	hs, err := encodeHeaders(opts.Headers)
 	if err != nil {
-		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
+		return 0, fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
 	}
 	return q.enqueue(w, opts.At, hs, items)
 }
@@ -222,15 +242,19 @@ func decodeHeaders(b []byte) Headers {
 	return h
 }
 
-func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) error {
+// enqueue encodes items and writes them through w, and returns the first
+// item's sequence number: the one put took in the run of the write
+// function that committed (or, inside an Update, in the last run so far).
+func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) (int64, error) {
 	if len(items) == 0 {
-		return nil
+		return 0, nil
 	}
 	if err := checkAt(at); err != nil {
-		return fmt.Errorf("queue %q: %w", q.c.name, err)
+		return 0, fmt.Errorf("queue %q: %w", q.c.name, err)
 	}
 	eb := encodeBufs.Get().(*encodeBuf)
 	defer eb.put()
+	var first int64
 	// f is called directly by the write functions (never through a
 	// variable), so that it stays on this stack.
 	f := func(tx *link.Tx) error {
@@ -240,7 +264,8 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 		if err := q.encode(tx, eb, at, hs, items); err != nil {
 			return err
 		}
-		_, err := q.put(tx, eb)
+		var err error
+		first, err = q.put(tx, eb)
 		return err
 	}
 	var err error
@@ -250,9 +275,9 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) e
 		err = link.Write(w, f)
 	}
 	if err != nil {
-		return fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
+		return 0, fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
 	}
-	return nil
+	return first, nil
 }
 
 // checkAt checks a visible-at time given to an enqueue.

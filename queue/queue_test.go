@@ -17,6 +17,15 @@ func openQ[T any](t testing.TB, db *tipkv.DB, name string, opts *queue.Options[T
 	return q
 }
 
+// push enqueues vals through w in one call and returns the first one's
+// sequence number.
+func push[T any](t testing.TB, w tipkv.Writer, q *queue.Queue[T], vals ...T) int64 {
+	t.Helper()
+	first, err := q.Enqueue(w, vals...)
+	require.NoError(t, err)
+	return first
+}
+
 func values[T any](ms []queue.Message[T]) []T {
 	out := make([]T, len(ms))
 	for i, m := range ms {

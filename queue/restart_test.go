@@ -40,7 +40,7 @@ func TestRestartMidStream(t *testing.T) {
 				for i := range vs {
 					vs[i] = int(next.Add(1))
 				}
-				err := q.Enqueue(db, vs...)
+				_, err := q.Enqueue(db, vs...)
 				if err != nil {
 					assert.ErrorIs(t, err, tipkv.ErrClosed, "producer %d", p)
 					return

@@ -30,7 +30,7 @@ func storedState(t testing.TB, db *tipkv.DB, name string) queuefmt.State {
 func TestStoredHeadNeverMovesBack(t *testing.T) {
 	db := testutil.OpenMem(t)
 	q := openQ[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2, 3))
+	push(t, db, q, 1, 2, 3)
 	ms, err := q.Receive(3, time.Hour)
 	require.NoError(t, err)
 

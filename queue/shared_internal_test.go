@@ -53,7 +53,8 @@ func enqueueN(t *testing.T, db *tipkv.DB, q *Queue[int], n int) {
 	vals := make([]int, 100)
 	for n > 0 {
 		k := min(n, 100)
-		require.NoError(t, q.Enqueue(db, vals[:k]...))
+		_, err := q.Enqueue(db, vals[:k]...)
+		require.NoError(t, err)
 		n -= k
 	}
 }
@@ -119,7 +120,8 @@ func TestSharedHeadAdvance(t *testing.T) {
 	ms, err := consumer.Pop(1) // finds nothing, from the head it knows
 	require.NoError(t, err)
 	require.Empty(t, ms)
-	require.NoError(t, consumer.Enqueue(dbs[1], 7))
+	_, err = consumer.Enqueue(dbs[1], 7)
+	require.NoError(t, err)
 	require.Equal(t, state{head: int64(n + 1), tail: int64(n + 2)}, stored(), "an enqueue writes the highest head its process knows")
 }
 
@@ -131,7 +133,8 @@ func TestSharedBatchLimits(t *testing.T) {
 	q, err := Open(db, "q", &Options[[]byte]{Codec: codec.Raw{}})
 	require.NoError(t, err)
 	for range 10 {
-		require.NoError(t, q.Enqueue(db, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e")))
+		_, err := q.Enqueue(db, []byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"))
+		require.NoError(t, err)
 	}
 	ms, err := q.Receive(100, time.Minute)
 	require.NoError(t, err)
@@ -148,8 +151,10 @@ func TestSharedBatchLimits(t *testing.T) {
 	require.Less(t, len(ms), 16)
 
 	big := bytes.Repeat([]byte{'x'}, 33<<10)
-	require.ErrorIs(t, q.Enqueue(db, big), tipkv.ErrInvalid, "a value a delivery could not write")
-	require.NoError(t, q.Enqueue(db, big[:30<<10]))
+	_, err = q.Enqueue(db, big)
+	require.ErrorIs(t, err, tipkv.ErrInvalid, "a value a delivery could not write")
+	_, err = q.Enqueue(db, big[:30<<10])
+	require.NoError(t, err)
 	popAll2 := func() int {
 		n := 0
 		for {

@@ -83,7 +83,7 @@ func (e *enqueueBench) run(b *testing.B, producers, per int) time.Duration {
 			defer wg.Done()
 			q := e.qs[p%len(e.qs)]
 			for range per {
-				if err := q.Enqueue(q.c.db, msg); err != nil {
+				if _, err := q.Enqueue(q.c.db, msg); err != nil {
 					b.Error(err)
 					return
 				}

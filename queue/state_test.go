@@ -23,7 +23,7 @@ func TestQueueStateStoredAtCloseNotByEnqueues(t *testing.T) {
 	require.NoError(t, err)
 	const n = 5000 // several times what one state write covered before
 	for i := 0; i < n; i += 100 {
-		require.NoError(t, q.Enqueue(db, make([]int, 100)...))
+		push(t, db, q, make([]int, 100)...)
 	}
 	stateKey := codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), "q")
 	s, err := link.StoreOf(db)

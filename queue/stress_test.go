@@ -26,7 +26,7 @@ func TestConcurrentMixedOps(t *testing.T) {
 			for range 300 {
 				switch rng.IntN(6) {
 				case 0:
-					if !assert.NoError(t, q.Enqueue(db, rng.IntN(100), rng.IntN(100))) {
+					if _, err := q.Enqueue(db, rng.IntN(100), rng.IntN(100)); !assert.NoError(t, err) {
 						return
 					}
 				case 1:

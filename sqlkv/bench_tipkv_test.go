@@ -218,7 +218,8 @@ func BenchmarkTipkvOutbox(b *testing.B) {
 				}
 				events[j] = benchDoc{Name: id, N: 1}
 			}
-			return outbox.Enqueue(bt, events...)
+			_, err := outbox.Enqueue(bt, events...)
+			return err
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -260,7 +261,7 @@ func BenchmarkTipkvEnqueue(b *testing.B) {
 			msgs := make([]benchDoc, per)
 			next := 0
 			paired(b, func(int) {
-				if err := q.Enqueue(db, msgs...); err != nil {
+				if _, err := q.Enqueue(db, msgs...); err != nil {
 					b.Fatal(err)
 				}
 			}, func(int) {
@@ -318,7 +319,7 @@ func BenchmarkTipkvProducersConsumers(b *testing.B) {
 			defer wg.Done()
 			msgs := make([]benchDoc, perUpdate)
 			for range total / perUpdate / 2 {
-				if err := q.Enqueue(dbs[p], msgs...); err != nil {
+				if _, err := q.Enqueue(dbs[p], msgs...); err != nil {
 					errs <- err
 					return
 				}
@@ -415,7 +416,7 @@ func BenchmarkTipkvWait(b *testing.B) {
 			time.Sleep(50 * time.Microsecond)
 		}
 		start := time.Now()
-		if err := pq.Enqueue(prod, benchDoc{}); err != nil {
+		if _, err := pq.Enqueue(prod, benchDoc{}); err != nil {
 			b.Fatal(err)
 		}
 		return (<-got).Sub(start)

@@ -126,7 +126,7 @@ func wakeRig(b *testing.B, op string, families []codec.Family, commits *[]time.D
 				}
 			}
 		}()
-		write = func(i int) error { return wq.Enqueue(writer, benchDoc{N: i}) }
+		write = func(i int) error { _, err := wq.Enqueue(writer, benchDoc{N: i}); return err }
 	}
 	poll := 100 * time.Millisecond // Config.PollInterval's default
 	return func(i int) time.Duration {

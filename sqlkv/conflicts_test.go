@@ -58,7 +58,8 @@ func TestNoFalseConflictsTipkv(t *testing.T) {
 					if _, err := feed.Append(b, fmt.Sprintf("stream-%d", w), benchDoc{N: r}); err != nil {
 						return err
 					}
-					return q.Enqueue(b, benchDoc{N: r})
+					_, err := q.Enqueue(b, benchDoc{N: r})
+					return err
 				}))
 				ms, err := q.Receive(1, time.Minute)
 				if err != nil || len(ms) != 1 {

@@ -178,7 +178,8 @@ func TestFollowersWokenByNotification(t *testing.T) {
 	require.NoError(t, err)
 	_, err = wd.Put(writer, "d", "v1")
 	require.NoError(t, err)
-	require.NoError(t, wq.Enqueue(writer, "m1"))
+	_, err = wq.Enqueue(writer, "m1")
+	require.NoError(t, err)
 	var got []string
 	for range 3 {
 		select {

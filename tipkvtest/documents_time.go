@@ -133,7 +133,7 @@ func testCommitTimeOncePerUpdate(t *testing.T, b backend) {
 		if _, err := users.Put(tx, "y", person{Name: "y1"}); err != nil {
 			return err
 		}
-		if err := q.Enqueue(tx, "x changed"); err != nil {
+		if _, err := q.Enqueue(tx, "x changed"); err != nil {
 			return err
 		}
 		_, err := users.Put(tx, "x", person{Name: "x2"})

@@ -46,7 +46,7 @@ func testOutboxAtomic(t *testing.T, b backend) {
 			if err != nil {
 				return err
 			}
-			if err := outbox.Enqueue(b, outboxEvent{Order: id, Version: v}); err != nil {
+			if _, err := outbox.Enqueue(b, outboxEvent{Order: id, Version: v}); err != nil {
 				return err
 			}
 			return fail
@@ -72,7 +72,8 @@ func testOutboxAtomic(t *testing.T, b backend) {
 		if _, err := orders.Put(b, "order-3", outboxOrder{Item: "big"}); err != nil {
 			return err
 		}
-		return big.Enqueue(b, make([]byte, queue.MaxValueSize+1))
+		_, err := big.Enqueue(b, make([]byte, queue.MaxValueSize+1))
+		return err
 	})
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	_, err = orders.Latest("order-3")
@@ -109,7 +110,8 @@ func testOutboxRelay(t *testing.T, b backend) {
 					if err != nil {
 						return err
 					}
-					return outbox.Enqueue(b, outboxEvent{Order: id, Version: v})
+					_, err = outbox.Enqueue(b, outboxEvent{Order: id, Version: v})
+					return err
 				})
 				if err != nil {
 					errs <- fmt.Errorf("producer %d: %w", p, err)

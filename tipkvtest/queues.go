@@ -34,6 +34,8 @@ func queueCases() []testCase {
 		{"ReleaseAndExtend", testQueueReleaseAndExtend},
 		{"PopAndPeek", testQueuePopAndPeek},
 		{"EnqueueAt", testQueueEnqueueAt},
+		{"EnqueueSeqs", testQueueEnqueueSeqs},
+		{"EnqueueSeqsConcurrent", testQueueEnqueueSeqsConcurrent},
 		{"ClockDrivesTime", testQueueClockDrivesTime},
 		{"TimesOutOfRange", testQueueTimesOutOfRange},
 		{"ReceiveWait", testQueueReceiveWait},
@@ -152,12 +154,21 @@ func qAck[T any](t testing.TB, db *tipkv.DB, q *queue.Queue[T], ids []queue.ID) 
 	}
 }
 
+// qPush enqueues vals through w in one call and returns the first one's
+// sequence number.
+func qPush[T any](t testing.TB, w tipkv.Writer, q *queue.Queue[T], vals ...T) int64 {
+	t.Helper()
+	first, err := q.Enqueue(w, vals...)
+	require.NoError(t, err)
+	return first
+}
+
 // qEnqueue enqueues vals in batches of qChunk.
 func qEnqueue[T any](t testing.TB, db *tipkv.DB, q *queue.Queue[T], vals []T) {
 	t.Helper()
 	for len(vals) > 0 {
 		n := min(len(vals), qChunk)
-		require.NoError(t, q.Enqueue(db, vals[:n]...))
+		qPush(t, db, q, vals[:n]...)
 		vals = vals[n:]
 	}
 }
@@ -200,8 +211,8 @@ func qItemKey(name string, seq int64) []byte {
 func testQueueFIFOReceiveAck(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[string](t, db, "jobs", nil)
-	require.NoError(t, q.Enqueue(db, "a", "b", "c"))
-	require.NoError(t, q.Enqueue(db, "d"))
+	qPush(t, db, q, "a", "b", "c")
+	qPush(t, db, q, "d")
 	require.Equal(t, 4, q.Len())
 
 	ms, err := q.Receive(2, time.Minute)
@@ -237,8 +248,8 @@ func testQueuesAreSeparate(t *testing.T, b backend) {
 	a := qOpen[string](t, db, "a", nil)
 	a2 := qOpen[string](t, db, "a", nil)
 	ab := qOpen[string](t, db, "a\x00b", nil)
-	require.NoError(t, a.Enqueue(db, "1"))
-	require.NoError(t, ab.Enqueue(db, "2"))
+	qPush(t, db, a, "1")
+	qPush(t, db, ab, "2")
 	require.Equal(t, 1, a2.Len(), "handles of one queue share it")
 	ms, err := a2.Pop(10)
 	require.NoError(t, err)
@@ -259,7 +270,7 @@ func testQueueBadInput(t *testing.T, b backend) {
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 
 	q := qOpen(t, db, "q", &queue.Options[[]byte]{Codec: codec.Raw{}})
-	err = q.Enqueue(db, []byte("ok"), make([]byte, queue.MaxValueSize+1))
+	_, err = q.Enqueue(db, []byte("ok"), make([]byte, queue.MaxValueSize+1))
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	require.ErrorContains(t, err, "item 1")
 	require.Zero(t, q.Len(), "a refused enqueue writes nothing")
@@ -269,7 +280,7 @@ func testQueueBadInput(t *testing.T, b backend) {
 	if c := Caps(t, db); c.Shared && c.MaxBatchBytes > 0 {
 		size = min(size, c.MaxBatchBytes/4)
 	}
-	require.NoError(t, q.Enqueue(db, make([]byte, size)))
+	qPush(t, db, q, make([]byte, size))
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, ms, 1, "the largest value is delivered")
@@ -289,7 +300,7 @@ func testQueueBadInput(t *testing.T, b backend) {
 func testQueueAckErrors(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2))
+	qPush(t, db, q, 1, 2)
 	ms, err := q.Receive(2, time.Minute)
 	require.NoError(t, err)
 
@@ -324,7 +335,7 @@ func testQueueAckErrors(t *testing.T, b backend) {
 func testQueueAckInAbortedUpdate(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1))
+	qPush(t, db, q, 1)
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	boom := errors.New("boom")
@@ -342,7 +353,7 @@ func testQueueAckInAbortedUpdate(t *testing.T, b backend) {
 func testQueueLeaseExpiry(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, "x", "y"))
+	qPush(t, db, q, "x", "y")
 	const lease = 50 * time.Millisecond
 	first, err := q.Receive(1, lease)
 	require.NoError(t, err)
@@ -371,7 +382,7 @@ func testQueueLeaseExpiry(t *testing.T, b backend) {
 func testQueueLateAck(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, "x"))
+	qPush(t, db, q, "x")
 	ms, err := q.Receive(1, time.Millisecond)
 	require.NoError(t, err)
 	clock.Advance(5 * time.Millisecond)
@@ -385,7 +396,7 @@ func testQueueLateAck(t *testing.T, b backend) {
 func testQueueReleaseAndExtend(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, "a", "b"))
+	qPush(t, db, q, "a", "b")
 	ms, err := q.Receive(2, time.Minute)
 	require.NoError(t, err)
 
@@ -421,7 +432,7 @@ func testQueueReleaseAndExtend(t *testing.T, b backend) {
 func testQueuePopAndPeek(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2, 3, 4, 5))
+	qPush(t, db, q, 1, 2, 3, 4, 5)
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 
@@ -454,8 +465,9 @@ func testQueuePopAndPeek(t *testing.T, b backend) {
 func testQueueEnqueueAt(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen[string](t, db, "q", nil)
-	require.NoError(t, q.EnqueueAt(db, clock.Now().Add(100*time.Millisecond), "later"))
-	require.NoError(t, q.Enqueue(db, "now"))
+	_, err := q.EnqueueAt(db, clock.Now().Add(100*time.Millisecond), "later")
+	require.NoError(t, err)
+	qPush(t, db, q, "now")
 	ms, err := q.Receive(5, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"now"}, qValues(ms))
@@ -484,8 +496,9 @@ func testQueueClockDrivesTime(t *testing.T, b backend) {
 	lapse := qLapse(t, db)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 3})
 	start := clock.Now()
-	require.NoError(t, q.Enqueue(db, "a"))
-	require.NoError(t, q.EnqueueAt(db, start.Add(time.Hour), "later"))
+	qPush(t, db, q, "a")
+	_, err := q.EnqueueAt(db, start.Add(time.Hour), "later")
+	require.NoError(t, err)
 
 	ms, err := q.Receive(10, time.Minute)
 	require.NoError(t, err)
@@ -541,13 +554,17 @@ func testQueueTimesOutOfRange(t *testing.T, b backend) {
 	far := time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC)
 	forever := time.Duration(math.MaxInt64)
 
-	require.ErrorIs(t, q.EnqueueAt(db, far, "x"), tipkv.ErrInvalid)
-	require.ErrorIs(t, q.EnqueueAt(db, time.Unix(-1, 0), "x"), tipkv.ErrInvalid)
-	err := db.Update(func(b *tipkv.Batch) error { return q.EnqueueAt(b, far, "x") })
+	_, err := q.EnqueueAt(db, far, "x")
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	_, err = q.EnqueueAt(db, time.Unix(-1, 0), "x")
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
+	err = db.Update(func(b *tipkv.Batch) error { _, err := q.EnqueueAt(b, far, "x"); return err })
 	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	require.Zero(t, q.Len(), "nothing written")
-	require.NoError(t, q.EnqueueAt(db, time.Time{}, "now"), "the zero time is now")
-	require.NoError(t, q.EnqueueAt(db, time.Unix(0, math.MaxInt64), "last"), "the last time a header holds")
+	_, err = q.EnqueueAt(db, time.Time{}, "now")
+	require.NoError(t, err, "the zero time is now")
+	_, err = q.EnqueueAt(db, time.Unix(0, math.MaxInt64), "last")
+	require.NoError(t, err, "the last time a header holds")
 	require.Equal(t, 2, q.Len())
 
 	_, err = q.Receive(1, forever)
@@ -589,7 +606,7 @@ func testQueueReceiveWait(t *testing.T, b backend) {
 	}
 
 	go receive(t.Context())
-	require.NoError(t, q.Enqueue(db, "a", "b"))
+	qPush(t, db, q, "a", "b")
 	var ms []queue.Message[string]
 	for len(ms) < 2 { // it may wake between the two
 		r := <-got
@@ -619,7 +636,7 @@ func testQueueReceiveWait(t *testing.T, b backend) {
 	r = <-got
 	require.ErrorIs(t, r.err, context.Canceled)
 	require.Empty(t, r.ms)
-	require.NoError(t, q.Enqueue(db, "c"))
+	qPush(t, db, q, "c")
 	ms, err := q.ReceiveWait(ctx, 10, time.Minute)
 	require.ErrorIs(t, err, context.Canceled, "an ended context returns before receiving")
 	require.Empty(t, ms)
@@ -652,7 +669,7 @@ func testQueueReceiveWaitClose(t *testing.T, b backend) {
 func testQueueRetryBackoff(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 4})
-	require.NoError(t, q.Enqueue(db, "x"))
+	qPush(t, db, q, "x")
 
 	receive := func() []queue.Message[string] {
 		t.Helper()
@@ -700,7 +717,7 @@ func testQueueRetryCustomBackoff(t *testing.T, b backend) {
 		}
 		return time.Minute
 	}})
-	require.NoError(t, q.Enqueue(db, 1))
+	qPush(t, db, q, 1)
 	ms, err := q.Receive(1, time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, q.Retry(ms[0].ID))
@@ -725,7 +742,7 @@ func testQueueRetryCustomBackoff(t *testing.T, b backend) {
 func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 2})
-	require.NoError(t, q.Enqueue(db, "poison", "fine"))
+	qPush(t, db, q, "poison", "fine")
 
 	for attempt := 1; attempt <= 2; attempt++ {
 		ms, err := q.Receive(1, time.Minute)
@@ -772,7 +789,7 @@ func testQueueDeadLetterAfterMaxAttempts(t *testing.T, b backend) {
 func testQueueDeadLetterAfterLeaseExpiries(t *testing.T, b backend) {
 	db, clock := qOpenClocked(t, b)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: 3})
-	require.NoError(t, q.Enqueue(db, 7))
+	qPush(t, db, q, 7)
 	for attempt := 1; attempt <= 3; attempt++ {
 		ms, err := q.Receive(1, time.Millisecond)
 		require.NoError(t, err)
@@ -791,7 +808,7 @@ func testQueueDeadLetterAfterLeaseExpiries(t *testing.T, b backend) {
 func testQueuePopDeadLettersToo(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: 1})
-	require.NoError(t, q.Enqueue(db, 1, 2))
+	qPush(t, db, q, 1, 2)
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, q.Release(ms[0].ID, 0))
@@ -805,7 +822,7 @@ func testQueuePopDeadLettersToo(t *testing.T, b backend) {
 func testQueueNoLimit(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: -1})
-	require.NoError(t, q.Enqueue(db, 1))
+	qPush(t, db, q, 1)
 	for i := 1; i <= queue.DefaultMaxAttempts+2; i++ {
 		ms, err := q.Receive(1, time.Minute)
 		require.NoError(t, err)
@@ -819,7 +836,7 @@ func testQueueNoLimit(t *testing.T, b backend) {
 func testQueueDiscardAndRequeueErrors(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[int]{MaxAttempts: 1})
-	require.NoError(t, q.Enqueue(db, 1, 2, 3))
+	qPush(t, db, q, 1, 2, 3)
 	for range 2 {
 		ms, err := q.Receive(3, time.Minute)
 		require.NoError(t, err)
@@ -857,7 +874,7 @@ func testQueueDiscardAndRequeueErrors(t *testing.T, b backend) {
 func testQueueCorruptValue(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2, 3))
+	qPush(t, db, q, 1, 2, 3)
 	require.NoError(t, link.Write(db, func(tx *link.Tx) error {
 		return tx.Batch.Set(qItemKey("q", 2), []byte{0x01, 0, 0, 0, 0xc1}) // a header, then a byte msgpack never uses
 	}))

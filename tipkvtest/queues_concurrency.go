@@ -40,7 +40,7 @@ func qFill(t *testing.T, db *tipkv.DB, q *queue.Queue[qJob], n int) {
 		for k := i; k < min(i+chunk, n); k++ {
 			js = append(js, qJob{N: k})
 		}
-		require.NoError(t, q.Enqueue(db, js...))
+		qPush(t, db, q, js...)
 	}
 }
 

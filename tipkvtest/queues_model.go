@@ -129,7 +129,9 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 	leases := []time.Duration{time.Minute, time.Hour}
 	nextSeq, nextVal := int64(-1), int64(0) // the first enqueue tells the seq base
 
-	enqueue := func(w tipkv.Writer, n int) error {
+	// enqueue enqueues n new values through w and returns the first's
+	// sequence number.
+	enqueue := func(w tipkv.Writer, n int) (int64, error) {
 		vals := make([]int64, n)
 		for i := range vals {
 			vals[i] = nextVal
@@ -137,19 +139,19 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 		}
 		return q.Enqueue(w, vals...)
 	}
-	// enqueueOK enqueues n messages on the DB, in the model too.
+	// enqueueOK enqueues n messages on the DB, in the model too. Their
+	// numbers go on from the last enqueue's.
 	enqueueOK := func(step, n int) {
-		first := nextVal
-		require.NoError(t, enqueue(db, n), "step %d: enqueue", step)
-		for i := range n {
-			if nextSeq < 0 {
-				msgs, err := q.Peek(1 << 20)
-				require.NoError(t, err)
-				nextSeq = msgs[len(msgs)-n].Seq
-			}
-			m.live = append(m.live, &qmsg{seq: nextSeq, value: first + int64(i)})
-			nextSeq++
+		firstVal := nextVal
+		first, err := enqueue(db, n)
+		require.NoError(t, err, "step %d: enqueue", step)
+		if nextSeq >= 0 {
+			require.Equal(t, nextSeq, first, "step %d: enqueue: the first sequence number", step)
 		}
+		for i := range n {
+			m.live = append(m.live, &qmsg{seq: first + int64(i), value: firstVal + int64(i)})
+		}
+		nextSeq = first + int64(n)
 	}
 	restart := func(step int) {
 		if b.Reopen == nil {
@@ -182,17 +184,25 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 		case r < 30:
 			op = "enqueue in a failing update"
 			boom := errors.New("boom")
+			var lost int64
 			err := db.Update(func(b *tipkv.Batch) error {
-				if err := enqueue(b, 2); err != nil {
+				var err error
+				if lost, err = enqueue(b, 2); err != nil {
 					return err
 				}
 				return boom
 			})
 			require.ErrorIs(t, err, boom)
-			// The values are skipped; sequence numbers may be too (on
-			// Pebble), which the model does not know: resynchronise
-			// nextSeq at the next enqueue.
-			nextSeq = -1
+			if nextSeq >= 0 {
+				require.Equal(t, nextSeq, lost, "step %d: %s: the first sequence number", step, op)
+			}
+			// The values are skipped. No message has their numbers: an
+			// exclusive engine skips them too, a shared one gives them to
+			// the next enqueue.
+			nextSeq = lost
+			if !caps.Shared {
+				nextSeq += 2
+			}
 		case r < 45:
 			n := 1 + rng.IntN(4)
 			lease := leases[rng.IntN(len(leases))]

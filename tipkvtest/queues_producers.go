@@ -81,9 +81,9 @@ func testQueueProducersConsumers(t *testing.T, b backend) {
 				}
 				var err error
 				if rng.IntN(2) == 0 {
-					err = q.Enqueue(db, chunk...)
+					_, err = q.Enqueue(db, chunk...)
 				} else {
-					err = db.Update(func(b *tipkv.Batch) error { return q.Enqueue(b, chunk...) })
+					err = db.Update(func(b *tipkv.Batch) error { _, err := q.Enqueue(b, chunk...); return err })
 				}
 				if err != nil {
 					errs <- fmt.Errorf("producer %d: %w", p, err)

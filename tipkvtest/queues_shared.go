@@ -57,7 +57,7 @@ func testQueueSharedPop(t *testing.T, b backend) {
 			for v := i; v < min(i+10, n); v++ {
 				vals = append(vals, v)
 			}
-			if err := producer.Enqueue(dbs[3], vals...); err != nil {
+			if _, err := producer.Enqueue(dbs[3], vals...); err != nil {
 				errs <- err
 				return
 			}
@@ -110,7 +110,7 @@ func testQueueSharedLease(t *testing.T, b backend) {
 	lapse := qLapse(t, dbs[0])
 	a := qOpen[string](t, dbs[0], "lease", nil)
 	bq := qOpen[string](t, dbs[1], "lease", nil)
-	require.NoError(t, a.Enqueue(dbs[0], "x", "y"))
+	qPush(t, dbs[0], a, "x", "y")
 	const lease = time.Minute
 	held, err := a.Receive(2, lease)
 	require.NoError(t, err)
@@ -178,7 +178,7 @@ func testQueueSharedWait(t *testing.T, b backend) {
 	cancel()
 
 	woke := wait()
-	require.NoError(t, a.Enqueue(dbs[0], 1))
+	qPush(t, dbs[0], a, 1)
 	require.NoError(t, <-woke, "after A's enqueue")
 
 	ms, err := a.Receive(1, time.Hour)

@@ -24,8 +24,8 @@ import (
 // the call and a watermark hides later messages until the earlier commit
 // has returned (an aborted enqueue leaves a gap). On a shared engine they
 // are taken at commit: the later call commits first and gets the lower
-// number, the Update that lost the race runs its function again, and no
-// number is skipped.
+// number, the Update that lost the race runs its function again (each
+// run's Enqueue returns that run's number), and no number is skipped.
 func testQueueCommitOrder(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[string](t, db, "q", nil)
@@ -33,25 +33,29 @@ func testQueueCommitOrder(t *testing.T, b backend) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	var runs atomic.Int32
+	var firsts []int64 // what each run's Enqueue returned
 	done := make(chan error)
 	go func() {
 		done <- db.Update(func(b *tipkv.Batch) error {
 			runs.Add(1)
-			if err := q.Enqueue(b, "first"); err != nil {
+			seq, err := q.Enqueue(b, "first")
+			if err != nil {
 				return err
 			}
+			firsts = append(firsts, seq)
 			once.Do(func() { close(inside) })
 			<-release
 			return nil
 		})
 	}()
 	<-inside
-	require.NoError(t, q.Enqueue(db, "second"))
+	second := qPush(t, db, q, "second")
 	ms, err := q.Receive(10, time.Minute)
 	require.NoError(t, err)
 	if shared {
 		require.Equal(t, []string{"second"}, qValues(ms), "committed first, numbered first")
 		require.Equal(t, int64(1), ms[0].Seq)
+		require.Equal(t, ms[0].Seq, second)
 		require.NoError(t, q.Ack(db, ms[0].ID))
 	} else {
 		require.Empty(t, ms, "second is committed but first, numbered before it, is not")
@@ -67,20 +71,23 @@ func testQueueCommitOrder(t *testing.T, b backend) {
 		require.Equal(t, []string{"first"}, qValues(ms))
 		require.Equal(t, int64(2), ms[0].Seq)
 		require.Equal(t, int32(2), runs.Load(), "the Update that lost the race ran again")
+		require.Equal(t, []int64{1, 2}, firsts, "each run's Enqueue returns that run's number")
 	} else {
 		require.Equal(t, []string{"first", "second"}, qValues(ms))
 		require.Equal(t, int32(1), runs.Load())
+		require.Equal(t, []int64{1}, firsts)
+		require.Equal(t, int64(2), second)
 	}
 	require.NoError(t, q.Ack(db, qIDs(ms)...))
 
 	// An aborted enqueue is never delivered, and nobody waits for it.
 	boom := errors.New("boom")
 	err = db.Update(func(b *tipkv.Batch) error {
-		require.NoError(t, q.Enqueue(b, "never"))
+		qPush(t, b, q, "never")
 		return boom
 	})
 	require.ErrorIs(t, err, boom)
-	require.NoError(t, q.Enqueue(db, "kept"))
+	qPush(t, db, q, "kept")
 	ms, err = q.Pop(10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"kept"}, qValues(ms))
@@ -179,7 +186,7 @@ func testQueueRestart(t *testing.T, b backend) {
 	db = b.Reopen(t, db, opts)
 	q = qOpen(t, db, "q", qopts)
 	require.Equal(t, queue.Stats{Head: int64(n + 1), Tail: int64(n + 1), DeadLetters: 1}, q.Stats())
-	require.NoError(t, q.Enqueue(db, 7))
+	qPush(t, db, q, 7)
 	ms, err = q.Pop(1)
 	require.NoError(t, err)
 	require.Equal(t, int64(n+1), ms[0].Seq)
@@ -197,7 +204,7 @@ func testQueueSeqNeverReused(t *testing.T, b backend) {
 	}
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2, 3, 4, 5))
+	qPush(t, db, q, 1, 2, 3, 4, 5)
 	first, err := q.Receive(1, time.Hour)
 	require.NoError(t, err)
 
@@ -215,7 +222,7 @@ func testQueueSeqNeverReused(t *testing.T, b backend) {
 		})
 	}()
 	<-inside
-	require.NoError(t, q.Enqueue(db, 6, 7, 8, 9, 10))
+	qPush(t, db, q, 6, 7, 8, 9, 10)
 	popped, err := q.Pop(100)
 	require.NoError(t, err)
 	require.Equal(t, []int{2, 3, 4, 5, 6, 7, 8, 9, 10}, qValues(popped))
@@ -225,7 +232,7 @@ func testQueueSeqNeverReused(t *testing.T, b backend) {
 	db = b.Reopen(t, db, nil)
 	q = qOpen[int](t, db, "q", nil)
 	require.Equal(t, queue.Stats{Head: 11, Tail: 11}, q.Stats())
-	require.NoError(t, q.Enqueue(db, 11))
+	qPush(t, db, q, 11)
 	ms, err := q.Pop(1)
 	require.NoError(t, err)
 	require.Equal(t, int64(11), ms[0].Seq, "above every sequence number delivered before the restart")
@@ -248,15 +255,15 @@ func testQueueNames(t *testing.T, b backend) {
 
 	qOpen[int](t, db, "never written", nil)
 	live := qOpen[int](t, db, "live", nil)
-	require.NoError(t, live.Enqueue(db, 1, 2, 3))
+	qPush(t, db, live, 1, 2, 3)
 	emptied := qOpen[int](t, db, "emptied", nil)
-	require.NoError(t, emptied.Enqueue(db, 1))
+	qPush(t, db, emptied, 1)
 	_, err := emptied.Pop(1)
 	require.NoError(t, err)
 	zero := qOpen[int](t, db, "a\x00b", nil)
-	require.NoError(t, zero.Enqueue(db, 1))
+	qPush(t, db, zero, 1)
 	dead := qOpen(t, db, "dead", &queue.Options[int]{MaxAttempts: 1})
-	require.NoError(t, dead.Enqueue(db, 1))
+	qPush(t, db, dead, 1)
 	ms, err := dead.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, dead.Release(ms[0].ID, 0))
@@ -341,11 +348,12 @@ func testQueueNamesErrors(t *testing.T, b backend) {
 func testQueueUseAfterClose(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "q", nil)
-	require.NoError(t, q.Enqueue(db, 1))
+	qPush(t, db, q, 1)
 	ms, err := q.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, db.Close())
-	require.ErrorIs(t, q.Enqueue(db, 2), tipkv.ErrClosed)
+	_, err = q.Enqueue(db, 2)
+	require.ErrorIs(t, err, tipkv.ErrClosed)
 	_, err = q.Receive(1, time.Minute)
 	require.ErrorIs(t, err, tipkv.ErrClosed)
 	_, err = q.Pop(1)
@@ -369,10 +377,12 @@ func testQueueHeaders(t *testing.T, b backend) {
 	db := b.Open(t, nil)
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
 	trace := queue.Headers{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "vendor=x", "": "empty key"}
-	require.NoError(t, q.EnqueueWith(db, queue.EnqueueOptions{Headers: trace}, "a", "b"))
-	require.NoError(t, q.Enqueue(db, "plain"))
+	_, err := q.EnqueueWith(db, queue.EnqueueOptions{Headers: trace}, "a", "b")
+	require.NoError(t, err)
+	qPush(t, db, q, "plain")
 	require.NoError(t, db.Update(func(batch *tipkv.Batch) error {
-		return q.EnqueueWith(batch, queue.EnqueueOptions{Headers: queue.Headers{"k": "in an update"}}, "c")
+		_, err := q.EnqueueWith(batch, queue.EnqueueOptions{Headers: queue.Headers{"k": "in an update"}}, "c")
+		return err
 	}))
 
 	peeked := qPeekAll(t, q)
@@ -416,7 +426,8 @@ func testQueueHeaders(t *testing.T, b backend) {
 	require.Equal(t, 1, ms[0].Attempts)
 
 	big := queue.Headers{"k": strings.Repeat("x", queue.MaxHeadersSize)}
-	require.ErrorIs(t, q.EnqueueWith(db, queue.EnqueueOptions{Headers: big}, "too big"), tipkv.ErrInvalid)
+	_, err = q.EnqueueWith(db, queue.EnqueueOptions{Headers: big}, "too big")
+	require.ErrorIs(t, err, tipkv.ErrInvalid)
 	require.Equal(t, 1, q.Len(), "nothing written")
 	Healthy(t, db)
 }
@@ -430,17 +441,19 @@ func testQueueMetadata(t *testing.T, b backend) {
 	q := qOpen(t, db, "q", &queue.Options[string]{MaxAttempts: 1})
 	ada := tipkv.Metadata{Author: "ada", Reason: "signup", CorrelationID: "req-1", Headers: map[string]string{"tenant": "t1"}}
 	job := tipkv.Metadata{Author: "job", CausationID: "evt-9"}
-	require.NoError(t, q.Enqueue(tipkv.WithMetadata(db, ada), "a"))
-	require.NoError(t, q.EnqueueWith(tipkv.WithMetadata(db, ada), queue.EnqueueOptions{Headers: queue.Headers{"h": "v"}}, "b"))
-	require.NoError(t, q.Enqueue(db, "plain"))
+	qPush(t, tipkv.WithMetadata(db, ada), q, "a")
+	_, err := q.EnqueueWith(tipkv.WithMetadata(db, ada), queue.EnqueueOptions{Headers: queue.Headers{"h": "v"}}, "b")
+	require.NoError(t, err)
+	qPush(t, db, q, "plain")
 	require.NoError(t, db.Update(func(batch *tipkv.Batch) error {
 		if err := batch.SetMetadata(job); err != nil {
 			return err
 		}
-		if err := q.Enqueue(batch, "c"); err != nil {
+		if _, err := q.Enqueue(batch, "c"); err != nil {
 			return err
 		}
-		return q.Enqueue(tipkv.WithMetadata(batch, ada), "d") // its own
+		_, err := q.Enqueue(tipkv.WithMetadata(batch, ada), "d") // its own
+		return err
 	}))
 	want := map[string]*tipkv.Metadata{"a": &ada, "b": &ada, "plain": nil, "c": &job, "d": &ada}
 	check := func(m queue.Message[string], what string) {
@@ -528,7 +541,7 @@ func testQueueReopenCounts(t *testing.T, b backend) {
 		for k := range vals {
 			vals[k] = i + k
 		}
-		require.NoError(t, q.Enqueue(db, vals...))
+		qPush(t, db, q, vals...)
 	}
 	straggler := qReceive(t, q, 1, time.Hour)
 	consumed := qReceive(t, q, n/2, time.Hour)

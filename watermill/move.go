@@ -150,7 +150,7 @@ func (gs *groupSub) move(b *tipkv.Batch, n int) (int, error) {
 			h[k] = v
 		}
 		h[UUIDHeader] = r.uuid
-		if err := gs.q.EnqueueWith(b, queue.EnqueueOptions{Headers: h}, r.payload); err != nil {
+		if _, err := gs.q.EnqueueWith(b, queue.EnqueueOptions{Headers: h}, r.payload); err != nil {
 			return 0, err
 		}
 		moved++

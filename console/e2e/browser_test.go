@@ -67,9 +67,11 @@ func fill(t *testing.T, db *tipkv.DB) {
 	require.NoError(t, feed.Advance(db, "audit", "billing", 0, last-1))
 
 	jobs := jobsQueue(t, db)
-	require.NoError(t, jobs.Enqueue(db, "first"))
+	_, err = jobs.Enqueue(db, "first")
+	require.NoError(t, err)
 	deadLetterAll(t, jobs)
-	require.NoError(t, jobs.Enqueue(db, "second", "third"))
+	_, err = jobs.Enqueue(db, "second", "third")
+	require.NoError(t, err)
 }
 
 // jobsQueue opens the jobs queue: one attempt, then a dead letter.

@@ -143,7 +143,8 @@ func run(cfg config) (report, error) {
 				}
 				events[i] = OrderPlaced{OrderID: o.ID, Version: v, Total: o.Total}
 			}
-			return outbox.Enqueue(b, events...)
+			_, err := outbox.Enqueue(b, events...)
+			return err
 		})
 		if prodErr == nil {
 			r.orders += cfg.batch

@@ -116,7 +116,8 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		return outbox.Enqueue(b, OrderPlaced{OrderID: "order-17", Version: v})
+		_, err = outbox.Enqueue(b, OrderPlaced{OrderID: "order-17", Version: v})
+		return err
 	})
 	if err != nil {
 		return err

@@ -84,7 +84,7 @@ func run(dir string) error {
 		return err
 	}
 	for _, kind := range []string{"placed", "paid", "shipped"} {
-		if err := emails.Enqueue(db, Event{Order: "o-17", Kind: kind}); err != nil {
+		if _, err := emails.Enqueue(db, Event{Order: "o-17", Kind: kind}); err != nil {
 			return err
 		}
 	}

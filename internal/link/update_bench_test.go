@@ -54,7 +54,7 @@ func BenchmarkUpdate(b *testing.B) {
 		{"enqueue=1", 1, func(b *testing.B, db *tipkv.DB) func(bt *tipkv.Batch) error {
 			q, err := queue.Open(db, "bench", &queue.Options[[]byte]{Codec: codec.Raw{}, MaxAttempts: -1})
 			require.NoError(b, err)
-			return func(bt *tipkv.Batch) error { return q.Enqueue(bt, val) }
+			return func(bt *tipkv.Batch) error { _, err := q.Enqueue(bt, val); return err }
 		}},
 		{"append=1", 1, nil},
 		{"append=1000", 1000, nil},

@@ -39,7 +39,7 @@ func TestCrashQueueCount(t *testing.T) {
 				case r < 6:
 					vals := make([]int, 1+rng.IntN(20))
 					err := db.Update(func(b *tipkv.Batch) error {
-						if err := q.Enqueue(b, vals...); err != nil {
+						if _, err := q.Enqueue(b, vals...); err != nil {
 							return err
 						}
 						if rng.IntN(8) == 0 {
@@ -80,7 +80,8 @@ func TestCrashQueueCount(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, check.Store(s, check.Options{}).Err())
 			// And it goes on counting right.
-			require.NoError(t, q.Enqueue(db, 1, 2, 3))
+			_, err = q.Enqueue(db, 1, 2, 3)
+			require.NoError(t, err)
 			got, err := q.Pop(5)
 			require.NoError(t, err)
 			require.Equal(t, len(ms)+3-len(got), q.Len())

@@ -186,7 +186,8 @@ func (w *workload) produce(ctx context.Context) {
 			for k := range msgs {
 				msgs[k] = message{ID: fmt.Sprintf("%s/%d", token, k)}
 			}
-			return w.q.Enqueue(b, msgs...)
+			_, err = w.q.Enqueue(b, msgs...)
+			return err
 		})
 		if err != nil {
 			v, pos = 0, 0
@@ -224,7 +225,8 @@ func (w *workload) consume(ctx context.Context) {
 				if err := w.q.Ack(b, ids...); err != nil {
 					return err
 				}
-				return done.Enqueue(b, recs...)
+				_, err := done.Enqueue(b, recs...)
+				return err
 			})
 		}
 		err = ack()

@@ -99,7 +99,8 @@ func run(endpoints string, n int, say func(string)) error {
 				if err != nil {
 					return err
 				}
-				return shopOutbox.Enqueue(b, Placed{Order: id, Version: v})
+				_, err = shopOutbox.Enqueue(b, Placed{Order: id, Version: v})
+				return err
 			})
 			if err != nil {
 				placed <- err

@@ -102,7 +102,7 @@ func (w *Workload) Step() error {
 			w.next++
 		}
 		w.log("try enq " + strings.Join(ns, " "))
-		if err := w.q.Enqueue(w.db, evs...); err != nil {
+		if _, err := w.q.Enqueue(w.db, evs...); err != nil {
 			return err
 		}
 		w.log("enq " + strings.Join(ns, " "))
@@ -141,7 +141,8 @@ func (w *Workload) Step() error {
 			if v, err = w.orders.Put(b, id, order{Total: int(n)}); err != nil {
 				return err
 			}
-			return w.q.Enqueue(b, event{N: n, Order: id, Version: v})
+			_, err = w.q.Enqueue(b, event{N: n, Order: id, Version: v})
+			return err
 		})
 		if err != nil {
 			return err
