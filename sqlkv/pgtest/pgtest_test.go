@@ -83,3 +83,32 @@ func TestServerFromEnvironment(t *testing.T) {
 	_, err = pgtest.Start()
 	require.ErrorContains(t, err, pgtest.DSNEnv)
 }
+
+// A pair commits on the primary through the multi-host DSN, the commit is
+// on the standby before it returns, and after the primary is killed and
+// the standby promoted the same DSN reaches the standby, which holds it
+// and accepts writes.
+func TestPairFailover(t *testing.T) {
+	p, err := pgtest.StartPair()
+	require.NoError(t, err)
+	defer func() { require.NoError(t, p.Close()) }()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, p.DSN())
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "CREATE TABLE t (v int)")
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "INSERT INTO t VALUES (1)")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	require.NoError(t, p.KillPrimary())
+	require.NoError(t, p.Promote())
+	conn, err = pgx.Connect(ctx, p.DSN())
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var n int
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM t WHERE v = 1").Scan(&n))
+	require.Equal(t, 1, n, "the acknowledged insert is on the promoted standby")
+	_, err = conn.Exec(ctx, "INSERT INTO t VALUES (2)")
+	require.NoError(t, err, "the promoted standby accepts writes")
+}

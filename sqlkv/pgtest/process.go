@@ -51,44 +51,89 @@ func findPostgres() string {
 // on a free loopback port. A watchdog stops the server and removes the
 // directory when this process dies without Close.
 func startProcess(bin string) (_ *process, err error) {
+	p, err := newProcess(bin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(p.dir)
+		}
+	}()
+	if err := p.run("initdb", "-D", p.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
+		return nil, err
+	}
+	if err := p.launch(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// startStandby makes a streaming standby of primary in a new temporary
+// directory, from a base backup, that connects as application name, and
+// starts it on a free loopback port (launch).
+func startStandby(primary *process, name string) (_ *process, err error) {
+	p, err := newProcess(primary.bin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(p.dir)
+		}
+	}()
+	conn := fmt.Sprintf("host=127.0.0.1 port=%d user=postgres application_name=%s", primary.port, name)
+	// -R writes standby.signal and primary_conninfo (conn): the copy
+	// starts as a standby streaming from primary.
+	if err := p.run("pg_basebackup", "-D", p.data(), "-d", conn, "-R", "-X", "stream", "--no-sync"); err != nil {
+		return nil, err
+	}
+	if err := p.launch(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// newProcess makes the temporary directory of a server, owned by the
+// postgres user when the tests run as root.
+func newProcess(bin string) (*process, error) {
 	dir, err := os.MkdirTemp("", "pgtest-")
 	if err != nil {
 		return nil, err
 	}
 	p := &process{bin: bin, dir: dir}
-	defer func() {
-		if err != nil {
-			_ = os.RemoveAll(dir)
-		}
-	}()
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
+			_ = os.RemoveAll(dir)
 			return nil, fmt.Errorf("pgtest: running as root, and there is no postgres user to run the server as (the server refuses root): %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chown(dir, uid, gid); err != nil {
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
-	if err := p.run("initdb", "-D", p.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"); err != nil {
-		return nil, err
-	}
+	return p, nil
+}
+
+// launch starts the server on a free port and a watchdog that stops it
+// and removes its directory if the test binary dies: it checks the parent
+// once a second.
+func (p *process) launch() (err error) {
 	if p.port, err = freePort(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.start(); err != nil {
-		return nil, err
+		return err
 	}
-	// If the test binary dies, the server follows it: a watchdog that
-	// checks the parent once a second.
 	p.watchdog = exec.Command("sh", "-c", fmt.Sprintf("while [ -d /proc/%d ]; do sleep 1; done; %s -D %s -m immediate stop; rm -rf %s",
-		os.Getpid(), filepath.Join(bin, "pg_ctl"), p.data(), dir))
+		os.Getpid(), filepath.Join(p.bin, "pg_ctl"), p.data(), p.dir))
 	p.watchdog.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred, Setsid: true}
 	_ = p.watchdog.Start()
-	return p, nil
+	return nil
 }
 
 func (p *process) data() string { return filepath.Join(p.dir, "data") }
