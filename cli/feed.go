@@ -18,8 +18,9 @@ var feedCommand = &command{
 	summary: "show the events of one stream, newest first",
 	help: `
 Shows the newest events of STREAM, newest first: their position (Unix
-nanoseconds), its time in UTC, and the value decoded from msgpack or JSON
-(hex when it is neither).
+nanoseconds), its time in UTC, the author and reason of the events
+appended with metadata (--json gives the whole metadata), and the value
+decoded from msgpack or JSON (hex when it is neither).
 
 --since T keeps the events at or after T, where T is an RFC 3339 time
 (2025-01-02T15:04:05Z), a duration back from now (90m, 24h), or a position
@@ -67,10 +68,11 @@ type feedView struct {
 	events []feedEvent
 }
 
-// feedEvent is one event: its position and its value.
+// feedEvent is one event: its position, its value and its metadata.
 type feedEvent struct {
 	position int64
 	value    decoded
+	meta     docVersion // meta and metaErr only: the rendering history shares
 }
 
 func feed(c *ctx, dir, stream string, n int, since int64) int {
@@ -111,7 +113,12 @@ func fetchFeed(s *store, stream string, n int, since int64) (*feedView, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.events = append(v.events, feedEvent{e.Position, decode(e.Value)})
+		fe := feedEvent{position: e.Position, value: decode(e.Value)}
+		if e.HasMetadata() {
+			m, err := e.Metadata()
+			fe.meta.meta, fe.meta.metaErr = &m, err
+		}
+		v.events = append(v.events, fe)
 	}
 	return v, nil
 }
@@ -119,15 +126,36 @@ func fetchFeed(s *store, stream string, n int, since int64) (*feedView, error) {
 func (v *feedView) json() object {
 	list := []any{}
 	for _, e := range v.events {
-		list = append(list, append(object{{"position", e.position}, {"time", positionTime(e.position)}}, e.value.fields()...))
+		o := object{{"position", e.position}, {"time", positionTime(e.position)}}
+		if e.meta.meta != nil {
+			o = append(o, field{"meta", e.meta.metaObject()})
+		}
+		list = append(list, append(o, e.value.fields()...))
 	}
 	return object{{"stream", v.stream}, {"newest", v.newest}, {"events", list}}
 }
 
+// table shows AUTHOR and REASON when an event shown has metadata.
 func (v *feedView) table(w io.Writer) error {
-	t := newTable(w, "POSITION", "TIME", "VALUE")
+	withMeta := false
 	for _, e := range v.events {
-		t.row(e.position, positionTime(e.position), e.value.cell())
+		withMeta = withMeta || e.meta.meta != nil
+	}
+	head := []string{"POSITION", "TIME"}
+	if withMeta {
+		head = append(head, "AUTHOR", "REASON")
+	}
+	t := newTable(w, append(head, "VALUE")...)
+	for _, e := range v.events {
+		row := []any{e.position, positionTime(e.position)}
+		if withMeta {
+			var m tipkv.Metadata
+			if e.meta.meta != nil {
+				m = *e.meta.meta
+			}
+			row = append(row, orDash(m.Author), orDash(m.Reason))
+		}
+		t.row(append(row, e.value.cell())...)
 	}
 	return t.flush()
 }

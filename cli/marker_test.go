@@ -73,3 +73,28 @@ func TestHistoryTimesAndMetadata(t *testing.T) {
 	require.Equal(t, map[string]any{"version": 2.0, "time": "2026-11-26T13:00:00Z", "value": "b",
 		"meta": map[string]any{"author": "ada", "reason": "typo", "headers": map[string]any{"k": "v"}}}, m["versions"].([]any)[0])
 }
+
+// feed shows the author and reason of events appended with metadata, and
+// --json the whole of it.
+func TestFeedMetadata(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	db, err := tipkv.Open(dir, &tipkv.Options{NoSync: true})
+	require.NoError(t, err)
+	f, err := versioned.NewFeed[string](db, nil)
+	require.NoError(t, err)
+	t1 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	_, err = f.AppendAt(db, "s", t1, "a")
+	require.NoError(t, err)
+	_, err = f.AppendAt(tipkv.WithMetadata(db, tipkv.Metadata{Author: "ada", Reason: "typo", CorrelationID: "r1"}), "s", t1.Add(time.Minute), "b")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	require.Equal(t, `POSITION             TIME                  AUTHOR  REASON  VALUE
+1795694460000000000  2026-11-26T12:01:00Z  ada     typo    "b"
+1795694400000000000  2026-11-26T12:00:00Z  -       -       "a"
+`, cliOK(t, "feed", dir, "s"))
+	m := jsonOf(t, cliOK(t, "feed", "--json", dir, "s"))
+	require.Equal(t, map[string]any{"position": 1795694460000000000.0, "time": "2026-11-26T12:01:00Z", "value": "b",
+		"meta": map[string]any{"author": "ada", "reason": "typo", "correlation_id": "r1"}}, m["events"].([]any)[0])
+	require.NotContains(t, m["events"].([]any)[1], "meta")
+}
