@@ -120,15 +120,20 @@ const nearSteps = 4
 // near returns the greatest version below the latest with a commit time
 // at or before t among the nearSteps below it, stepping the walk's
 // iterator (ok false: not among them, or a version without time on the
-// way, which the search answers).
+// way, which the search answers). It leaves the iterator on a key of the
+// document, so that the walk's NextPrefix goes to the next document: a
+// step past the document's last version seeks back to its latest.
 func (s docStep) near(t int64, fm docfmt.Rules) (v int64, raw []byte, ok bool, err error) {
 	for range nearSteps {
 		if !s.it.Next() {
-			return 0, nil, false, s.it.Error()
+			if err := s.it.Error(); err != nil {
+				return 0, nil, false, err
+			}
+			return 0, nil, false, s.back()
 		}
 		k := s.it.Key()
 		if len(k) != len(s.prefix)+codec.NumberSize || !bytes.HasPrefix(k, s.prefix) {
-			return 0, nil, false, nil // the document's versions ended
+			return 0, nil, false, s.back() // the document's versions ended
 		}
 		if raw, err = s.it.Value(); err != nil {
 			return 0, nil, false, err
@@ -143,6 +148,17 @@ func (s docStep) near(t int64, fm docfmt.Rules) (v int64, raw []byte, ok bool, e
 		}
 	}
 	return 0, nil, false, nil
+}
+
+// back puts the walk's iterator on the document's latest version again.
+func (s docStep) back() error {
+	if !s.it.SeekGE(numberKey(s.prefix, s.latest)) {
+		if err := s.it.Error(); err != nil {
+			return err
+		}
+		return fmt.Errorf("internal error: the latest version %d of %q is gone from the view", s.latest, s.id)
+	}
+	return nil
 }
 
 // walkTimes walks the documents of [q.Prefix, q.Prefix+1) after q.After
