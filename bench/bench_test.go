@@ -26,7 +26,8 @@ func TestQuick(t *testing.T) {
 	}
 	for _, want := range []string{"## Document versions", "## Queues", "## Latest value with history", "## Event feeds", "| latest, hot |",
 		"| dequeue, 1 per call, 0 consumed at the head |", "tipkv / naive Pebble", "tipkv / dque", "tipkv / bigqueue", "tipkv / NATS KV",
-		"| watch: put 1 version, wait until the watcher has it |", "synced"} {
+		"| watch: put 1 version, wait until the watcher has it |", "synced",
+		"## Unique inserts", "tipkv / River", "| insert once (a new key), 100 per commit |", "| insert once, a duplicate key, synced (wall time) |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -3,7 +3,8 @@
 // raw Pebble with an ascending layout, queues against goque (LevelDB), dque,
 // bigqueue and a naive Pebble queue, a latest value with history and a watch
 // against NATS JetStream KV (an in-process nats-server, file storage), event
-// feeds against Badger. It builds the same data
+// feeds against Badger, and unique inserts against River on SQLite
+// (unique.go). It builds the same data
 // set in each system, on disk under a temporary directory, prints markdown
 // tables of time per operation with the ratio tipkv/peer and its 95%
 // interval, and writes PNG charts.
@@ -34,7 +35,7 @@ type config struct {
 	Quick bool
 	Out   string // where the PNG charts go
 	Tmp   string // parent of the data directories
-	Only  string // comma-separated sections to run: versions, queues, kv, feeds
+	Only  string // comma-separated sections to run: versions, queues, kv, feeds, unique
 	Keep  bool   // keep the data directories
 
 	MissFilter bool // tipkv's collection keeps versioned.Options.MissFilter
@@ -73,6 +74,7 @@ type config struct {
 	DequeueBatch  int
 	EnqueueBatch  int
 	EnqueueItems  int // items per chunk of an enqueue row
+	UniqueItems   int // items per chunk of an unsynced row of the unique section (River's inserts cost more than an enqueue)
 	ChurnCycles   int
 	ChurnLive     int
 	ChurnSample   int // cycles between two disk samples
@@ -106,7 +108,7 @@ func fullConfig() config {
 		Consumed:      []int{0, 10_000, 100_000, 1_000_000},
 		TableConsumed: []int{0, 100_000, 1_000_000},
 		DequeueItems:  100_000, DequeueBatch: 100,
-		EnqueueBatch: 100, EnqueueItems: 10_000,
+		EnqueueBatch: 100, EnqueueItems: 10_000, UniqueItems: 200,
 		ChurnCycles: 1_000_000, ChurnLive: 1_000, ChurnSample: 50_000, ChurnChunk: 25_000,
 		Streams: 5_000, Events: 200, HotStreams: 100, RangeEvents: 20, EventSpacing: time.Second,
 		KVKeys: 100_000, KVVersions: 10, KVLongKeys: 1_000, WatchChunk: 200,
@@ -127,7 +129,7 @@ func quickConfig() config {
 		Consumed:      []int{0, 1_000, 5_000},
 		TableConsumed: []int{0, 1_000, 5_000},
 		DequeueItems:  2_000, DequeueBatch: 100,
-		EnqueueBatch: 100, EnqueueItems: 500,
+		EnqueueBatch: 100, EnqueueItems: 500, UniqueItems: 100,
 		ChurnCycles: 5_000, ChurnLive: 100, ChurnSample: 500, ChurnChunk: 500,
 		Streams: 100, Events: 200, HotStreams: 10, RangeEvents: 20, EventSpacing: time.Second,
 		KVKeys: 1_000, KVVersions: 10, KVLongKeys: 20, WatchChunk: 20,
@@ -185,7 +187,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes: checks that the command works, in well under a minute")
 	out := flag.String("out", "../docs", "directory for the PNG charts")
 	tmp := flag.String("tmp", "", "parent directory for the data sets (default: the system temp dir)")
-	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds (default: all)")
+	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds,unique (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
 	kvKeys := flag.Int("kvkeys", 0, "keys with 10 versions each in the kv section (default 100,000; quick 1,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
@@ -335,6 +337,15 @@ func run(cfg config, w io.Writer) error {
 		if err := ratioChart(res.table, "Event feeds", cfg.Out, "ratios-feeds.png"); err != nil {
 			return err
 		}
+	}
+	if want("unique") {
+		load0 := loadAvg()
+		res, err := runUnique(cfg, dir)
+		if err != nil {
+			return fmt.Errorf("unique: %w", err)
+		}
+		res.table.loadNote(load0)
+		res.table.write(w)
 	}
 	fmt.Fprintf(w, "Total wall time: %s. Load average at the end: %s. Charts in %s.\n", time.Since(start).Round(time.Second), loadAvg(), cfg.Out)
 	return nil

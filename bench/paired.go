@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -156,6 +157,17 @@ func (r *paired) only(systems ...string) *paired {
 	for _, s := range systems {
 		out.times[s] = r.times[s]
 	}
+	return &out
+}
+
+// pair returns r's measurements of systems a and b alone, a the
+// numerator, renamed as and bs where those are not empty (so that they
+// land in a table's tipkv and peer columns).
+func (r *paired) pair(a, b, as, bs string) *paired {
+	out := *r
+	as, bs = cmp.Or(as, a), cmp.Or(bs, b)
+	out.systems = []string{as, bs}
+	out.times = map[string][]float64{as: r.times[a], bs: r.times[b]}
 	return &out
 }
 

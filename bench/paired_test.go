@@ -124,3 +124,24 @@ func TestFmtRatio(t *testing.T) {
 		t.Errorf("quartiles %g %g", lo, hi)
 	}
 }
+
+// TestPairRenames: a pair of a run's sides is a two-column row whose
+// ratio is the two sides' own, whatever else ran in the same rounds.
+func TestPairRenames(t *testing.T) {
+	r := &paired{systems: []string{"a", "b", "c"}, totals: true, rounds: 3, times: map[string][]float64{
+		"a": {10, 12, 14}, "b": {40, 40, 40}, "c": {20, 24, 28},
+	}}
+	p := r.pair("c", "a", "tipkv", "peer")
+	if !slices.Equal(p.systems, []string{"tipkv", "peer"}) || p.rounds != 3 || !p.totals {
+		t.Fatalf("pair: systems %v, rounds %d, totals %v", p.systems, p.rounds, p.totals)
+	}
+	if e := p.ratio("peer"); math.Abs(e.ratio-2) > 1e-12 {
+		t.Errorf("tipkv/peer = %v, want 2 (c over a)", e)
+	}
+	if got := r.pair("b", "c", "", "").ratio("c"); math.Abs(got.ratio-120.0/72) > 1e-12 {
+		t.Errorf("b/c = %v, want %g", got, 120.0/72)
+	}
+	if len(r.systems) != 3 || len(r.times) != 3 {
+		t.Errorf("pair changed the run it was taken from: %v", r.systems)
+	}
+}
