@@ -34,3 +34,15 @@ func parseQueueState(v []byte) (queueState, error) {
 	s, err := queuefmt.ParseState(v)
 	return queueState{head: s.Head, tail: s.Tail}, err
 }
+
+// queueControl is what a queue-control key holds: whether the queue is
+// paused, and its cap on messages leased at once (0: none).
+type queueControl struct {
+	paused      bool
+	maxInFlight int
+}
+
+func parseQueueControl(v []byte) (queueControl, error) {
+	c, err := queuefmt.ParseControl(v)
+	return queueControl{paused: c.Paused, maxInFlight: c.MaxInFlight}, err
+}

@@ -12,6 +12,7 @@
 //	with metadata                       tag|0x20 | the same fields | [headers] | uvarint len | metadata | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
+//	control      0B | name              0x01 | uvarint flags | uvarint maxInFlight
 //
 // Times are Unix nanoseconds, 0 for none. For an item, at is when it becomes
 // visible (0: at once); for a leased item, when its lease ends; for a dead
@@ -39,6 +40,14 @@
 // that predates tags 0x02 (state) and 0x1x (items) takes such values for
 // corrupt.
 //
+// The control key (family 0x0B) holds what a queue's owner set about its
+// deliveries: flag 0x01 pauses it, and maxInFlight, when not 0, caps the
+// messages leased at once. Other flags are reserved: a value with one is
+// corrupt to this version. The key is absent until the first Pause,
+// Resume or SetMaxInFlight; its family came within store format 4, and a
+// release before it ignores the key (it delivers from a paused queue) and
+// reports it as a key of an unknown family.
+//
 // Leased items are written only on shared engines (Caps.Shared), where a
 // lease must live in the store for the other processes to see it; on an
 // exclusive engine leases live in memory and every item has tag 0x01. A
@@ -61,6 +70,7 @@ const (
 	LeasedFormat  = 0x04 // a message in the queue, leased until at (shared engines)
 	StateFormat   = 0x01 // the queue-state key
 	CountedFormat = 0x02 // the queue-state key with a count of live messages
+	ControlFormat = 0x01 // the queue-control key
 
 	// HeadersFlag is or-ed into an item, leased item or dead letter tag
 	// whose value carries headers.
@@ -291,4 +301,45 @@ func ParseState(v []byte) (State, error) {
 		}
 	}
 	return s, nil
+}
+
+// PausedFlag is the flag of a paused queue in its control value.
+const PausedFlag = 0x01
+
+// MaxInFlight bounds a control value's maxInFlight.
+const MaxInFlight = 1 << 16
+
+// Control is what the queue-control key holds: whether deliveries are
+// paused, and the most messages leased at once (0: no cap).
+type Control struct {
+	Paused      bool
+	MaxInFlight int
+}
+
+// AppendControl appends the encoding of c to dst.
+func AppendControl(dst []byte, c Control) []byte {
+	var flags uint64
+	if c.Paused {
+		flags |= PausedFlag
+	}
+	dst = append(dst, ControlFormat)
+	dst = binary.AppendUvarint(dst, flags)
+	return binary.AppendUvarint(dst, uint64(c.MaxInFlight))
+}
+
+// ParseControl decodes a queue-control value.
+func ParseControl(v []byte) (Control, error) {
+	if len(v) == 0 || v[0] != ControlFormat {
+		return Control{}, fmt.Errorf("%w: queue control does not start with tag 0x%02x", codec.ErrCorrupt, ControlFormat)
+	}
+	flags, w := binary.Uvarint(v[1:])
+	if w <= 0 || flags&^PausedFlag != 0 {
+		return Control{}, fmt.Errorf("%w: queue control: bad flags", codec.ErrCorrupt)
+	}
+	rest := v[1+w:]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || w != len(rest) || n > MaxInFlight {
+		return Control{}, fmt.Errorf("%w: queue control: bad max in flight", codec.ErrCorrupt)
+	}
+	return Control{Paused: flags&PausedFlag != 0, MaxInFlight: int(n)}, nil
 }
