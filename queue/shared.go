@@ -55,6 +55,12 @@ type sharedMem struct {
 	held      map[int64]*held // leases this process holds, by sequence number
 	gaps      []span          // consumed runs above head, sorted, disjoint
 
+	// The control key as this process last read or wrote it
+	// (control_shared.go): a hint, required at commit by deliveries.
+	ctl      control
+	ctlRaw   []byte // its stored bytes; nil: absent
+	ctlKnown bool   // ctl was read
+
 	// Deliveries side by side (shared_claims.go).
 	claimed map[int64]struct{} // items picked by deliveries in flight
 	gen     uint64             // numbers this process's writes to items
@@ -477,6 +483,11 @@ func (c *core) statsShared() (Stats, error) {
 	if st.DeadLetters, err = c.countDead(); err != nil {
 		return Stats{}, err
 	}
+	ct, _, err := c.loadControlShared()
+	if err != nil {
+		return Stats{}, err
+	}
+	st.Paused, st.MaxInFlight = ct.paused, ct.max
 	return st, nil
 }
 

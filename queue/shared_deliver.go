@@ -221,6 +221,15 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 				return err
 			}
 		}
+		// After a failed try, read the control key again: the condition
+		// that failed may be its.
+		ct, ctlRaw, err := c.controlShared(tries > 1)
+		if err != nil {
+			return err
+		}
+		if ct.paused {
+			return errNothing
+		}
 		skip := 0
 		if !pop {
 			// Pop keeps to the head: each popper's messages come in
@@ -240,6 +249,11 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 					p.dead, p.bad = true, c.corrupt(p.seq, err)
 				}
 			}
+		}
+		// A Pause committed by another process since the control was
+		// read fails this write.
+		if err := c.requireControl(tx.Batch, ctlRaw); err != nil {
+			return err
 		}
 		return c.writePicked(tx, ps, now, deadline, pop)
 	})

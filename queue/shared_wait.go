@@ -62,12 +62,21 @@ func (c *core) waitShared(ctx context.Context) error {
 		if err != nil {
 			return c.waitErr(ctx, err)
 		}
-		next, visible, err := c.nextVisible(now)
+		// Paused: sleep until a change, without reading the items (a
+		// Resume writes the state key, which wakes this Wait).
+		ct, _, err := c.controlShared(false)
 		if err != nil {
 			return c.waitErr(ctx, err)
 		}
-		if visible {
-			return nil
+		var next int64
+		if !ct.paused {
+			visible := false
+			if next, visible, err = c.nextVisible(now); err != nil {
+				return c.waitErr(ctx, err)
+			}
+			if visible {
+				return nil
+			}
 		}
 		var tc <-chan time.Time
 		if next > 0 {

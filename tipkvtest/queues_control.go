@@ -1,0 +1,266 @@
+package tipkvtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/testutil"
+	"github.com/tipkv/tipkv/queue"
+)
+
+// queueControlCases are the tests of a queue's control: Pause and Resume,
+// and the cap of SetMaxInFlight. Each runs on every engine, with a second
+// process (the harness's Second) where the engine has one.
+func queueControlCases() []testCase {
+	return []testCase{
+		{"PauseDeliversNothing", testQueuePause},
+		{"PauseSurvivesReopen", testQueuePauseReopen},
+		{"PauseResumeWakesReceiveWait", testQueuePauseWakes},
+		{"PauseInUpdateIsAtomic", testQueuePauseInUpdate},
+	}
+}
+
+// qPair returns two DBs that reach one store: on a shared engine two
+// processes (the harness's Second), each with memory of its own; on an
+// exclusive one the same DB twice, whose queue handles share memory.
+func qPair(t *testing.T, b backend, clock *testutil.Clock) (*tipkv.DB, *tipkv.DB) {
+	t.Helper()
+	opts := &tipkv.Options{Clock: clock.Now}
+	db := b.Open(t, opts)
+	if b.Second == nil {
+		return db, db
+	}
+	return db, b.Second(t, db, opts)
+}
+
+// qReceiveNone requires that none of qs delivers anything now, by Receive
+// or Pop, and that each says the queue is paused or at its cap.
+func qReceiveNone[T any](t *testing.T, qs ...*queue.Queue[T]) {
+	t.Helper()
+	for i, q := range qs {
+		ms, err := q.Receive(10, time.Minute)
+		require.NoError(t, err)
+		require.Empty(t, ms, "handle %d received", i)
+	}
+}
+
+// A paused queue delivers nothing through any handle or process: Receive
+// and Pop return nothing and no error, while Enqueue, Peek, Ack, Release,
+// Extend, DeadLetters and Requeue go on, leased messages stay leased and
+// a lapsed lease is not taken again. Resume, from the other process,
+// delivers again.
+func testQueuePause(t *testing.T, b backend) {
+	clock := newQClock()
+	dbA, dbB := qPair(t, b, clock)
+	a := qOpen[string](t, dbA, "p", nil)
+	bq := qOpen[string](t, dbB, "p", nil)
+	once := qOpen(t, dbA, "p", &queue.Options[string]{MaxAttempts: 1})
+
+	// A dead letter, to requeue while paused.
+	require.NoError(t, a.Enqueue(dbA, "dead"))
+	ms, err := once.Receive(1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, once.Release(ms[0].ID, 0))
+	require.NoError(t, a.Enqueue(dbA, "held", "released", "acked", "lapses"))
+	ms, err = once.Receive(10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"held", "released", "acked", "lapses"}, qValues(ms))
+	require.Len(t, qDead(t, a), 1)
+	held, released, acked := ms[0].ID, ms[1].ID, ms[2].ID
+
+	paused, err := bq.Paused()
+	require.NoError(t, err)
+	require.False(t, paused)
+	require.NoError(t, a.Pause(dbA))
+	require.NoError(t, a.Pause(dbA), "pausing a paused queue changes nothing")
+	// bq last read the queue running: its first Receive finds the pause
+	// at commit, if not before.
+	require.NoError(t, bq.Enqueue(dbB, "new"))
+	qReceiveNone(t, bq, a)
+	for _, q := range []*queue.Queue[string]{a, bq} {
+		ms, err := q.Pop(10)
+		require.NoError(t, err)
+		require.Empty(t, ms)
+		short, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+		require.ErrorIs(t, q.Wait(short), context.DeadlineExceeded, "Wait returned while paused")
+		cancel()
+		paused, err := q.Paused()
+		require.NoError(t, err)
+		require.True(t, paused)
+		st, err := q.ReadStats()
+		require.NoError(t, err)
+		require.True(t, st.Paused)
+		require.Equal(t, 4, st.Leased, "leases taken before the pause hold")
+	}
+	require.Equal(t, []string{"new"}, qValues(qPeekAll(t, bq)), "Peek reads on")
+
+	// The rest goes on while paused.
+	require.NoError(t, a.Ack(dbA, acked))
+	require.NoError(t, a.Release(released, 0))
+	require.NoError(t, a.Extend(held, time.Hour))
+	require.NoError(t, bq.Requeue(dbB, qDead(t, bq)[0].Seq))
+	require.Empty(t, qDead(t, a))
+	clock.Advance(time.Minute + qLapse(t, dbA))
+	queue.Wake(dbA)
+	qReceiveNone(t, a, bq)
+	require.ElementsMatch(t, []string{"released", "lapses", "new", "dead"}, qValues(qPeekAll(t, a)))
+	require.Equal(t, 1, a.Stats().Leased, "the extended lease")
+
+	require.NoError(t, bq.Resume(dbB))
+	require.NoError(t, bq.Resume(dbB), "resuming a running queue changes nothing")
+	for _, q := range []*queue.Queue[string]{a, bq} {
+		paused, err := q.Paused()
+		require.NoError(t, err)
+		require.False(t, paused)
+	}
+	ms, err = a.Receive(10, time.Minute)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"released", "lapses", "new", "dead"}, qValues(ms))
+	require.NoError(t, a.Ack(dbA, append(qIDs(ms), held)...))
+	require.Zero(t, bq.Len())
+	Healthy(t, dbA)
+}
+
+// The pause is stored: a reopened store is still paused, and a resume
+// outlives the next reopen too.
+func testQueuePauseReopen(t *testing.T, b backend) {
+	if b.Reopen == nil {
+		t.Skip("the backend cannot reopen a store")
+	}
+	db := b.Open(t, nil)
+	q := qOpen[int](t, db, "p", nil)
+	require.NoError(t, q.Enqueue(db, 1, 2))
+	require.NoError(t, q.Pause(db))
+
+	db = b.Reopen(t, db, nil)
+	q = qOpen[int](t, db, "p", nil)
+	st, err := q.ReadStats()
+	require.NoError(t, err)
+	require.True(t, st.Paused)
+	require.Equal(t, 2, st.Len)
+	qReceiveNone(t, q)
+	require.NoError(t, q.Resume(db))
+
+	db = b.Reopen(t, db, nil)
+	q = qOpen[int](t, db, "p", nil)
+	paused, err := q.Paused()
+	require.NoError(t, err)
+	require.False(t, paused)
+	ms, err := q.Receive(10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 2}, qValues(ms))
+	require.NoError(t, q.Ack(db, qIDs(ms)...))
+	Healthy(t, db)
+}
+
+// ReceiveWait sleeps through a pause, even while messages are visible and
+// enqueues come in, and the Resume of another process wakes it (on a
+// shared engine by the same wake-up an enqueue gives: nothing else writes
+// the queue meanwhile).
+func testQueuePauseWakes(t *testing.T, b backend) {
+	clock := newQClock()
+	dbA, dbB := qPair(t, b, clock)
+	a := qOpen[string](t, dbA, "p", nil)
+	bq := qOpen[string](t, dbB, "p", nil)
+	require.NoError(t, a.Enqueue(dbA, "x"))
+	require.NoError(t, a.Pause(dbA))
+
+	type result struct {
+		ms  []queue.Message[string]
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		ms, err := a.ReceiveWait(t.Context(), 10, time.Minute)
+		got <- result{ms, err}
+	}()
+	// An enqueue wakes the waiter, which finds the queue paused.
+	require.NoError(t, bq.Enqueue(dbB, "y"))
+	select {
+	case r := <-got:
+		t.Fatalf("ReceiveWait returned while paused: %v %v", qValues(r.ms), r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.Len(t, qPeekAll(t, bq), 2, "nothing was leased")
+
+	require.NoError(t, bq.Resume(dbB))
+	r := <-got
+	require.NoError(t, r.err)
+	require.NotEmpty(t, r.ms)
+	rest, err := a.Receive(10, time.Minute)
+	require.NoError(t, err)
+	ms := append(r.ms, rest...)
+	require.ElementsMatch(t, []string{"x", "y"}, qValues(ms))
+	require.NoError(t, a.Ack(dbA, qIDs(ms)...))
+	Healthy(t, dbA)
+}
+
+// A Pause in an Update commits with the Update's other writes: a message
+// enqueued with it is never delivered before a Resume, by a consumer that
+// receives all along; an Update that fails pauses nothing.
+func testQueuePauseInUpdate(t *testing.T, b backend) {
+	clock := newQClock()
+	dbA, dbB := qPair(t, b, clock)
+	a := qOpen[string](t, dbA, "p", nil)
+	bq := qOpen[string](t, dbB, "p", nil)
+
+	stop := make(chan struct{})
+	seen := make(chan []string)
+	started := make(chan struct{})
+	go func() {
+		var vals []string
+		for i := 0; ; i++ {
+			ms, err := bq.Receive(10, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			vals = append(vals, qValues(ms)...)
+			if i == 0 {
+				close(started)
+			}
+			select {
+			case <-stop:
+				seen <- vals
+				return
+			default:
+			}
+		}
+	}()
+	<-started
+	require.NoError(t, dbA.Update(func(w *tipkv.Batch) error {
+		if err := a.Enqueue(w, "x"); err != nil {
+			return err
+		}
+		return a.Pause(w)
+	}))
+	qReceiveNone(t, a, bq)
+	close(stop)
+	require.Empty(t, <-seen, "delivered a message enqueued with the pause")
+
+	boom := errors.New("boom")
+	require.NoError(t, a.Resume(dbA))
+	require.ErrorIs(t, dbA.Update(func(w *tipkv.Batch) error {
+		if err := a.Pause(w); err != nil {
+			return err
+		}
+		return boom
+	}), boom)
+	paused, err := bq.Paused()
+	require.NoError(t, err)
+	require.False(t, paused, "the failed Update paused the queue")
+	require.NoError(t, dbA.Update(func(w *tipkv.Batch) error {
+		if err := a.Pause(w); err != nil {
+			return err
+		}
+		return a.Resume(w)
+	}))
+	ms, err := bq.Receive(10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []string{"x"}, qValues(ms))
+	require.NoError(t, bq.Ack(dbB, qIDs(ms)...))
+	Healthy(t, dbA)
+}
