@@ -36,13 +36,19 @@ func parseQueueState(v []byte) (queueState, error) {
 }
 
 // queueControl is what a queue-control key holds: whether the queue is
-// paused, and its cap on messages leased at once (0: none).
+// paused, its cap on messages leased at once (0: none) and, on a shared
+// engine under a cap, how many leases it counts (-1: none counted).
 type queueControl struct {
 	paused      bool
 	maxInFlight int
+	leases      int
 }
 
 func parseQueueControl(v []byte) (queueControl, error) {
 	c, err := queuefmt.ParseControl(v)
-	return queueControl{paused: c.Paused, maxInFlight: c.MaxInFlight}, err
+	qc := queueControl{paused: c.Paused, maxInFlight: c.MaxInFlight, leases: -1}
+	if c.Counted {
+		qc.leases = len(c.Leases)
+	}
+	return qc, err
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/tipkv/tipkv/internal/queuefmt"
 )
 
-// MaxInFlightLimit is the largest cap SetMaxInFlight takes.
+// MaxInFlightLimit is the largest cap SetMaxInFlight takes; on a shared
+// engine whose batches or values are small, less: there the leases under
+// a cap are counted in one value that every delivery writes, twice in
+// its batch, and the cap is what a quarter of a batch holds of them.
 const MaxInFlightLimit = queuefmt.MaxInFlight
 
 // control is what a queue's owner set about its deliveries, as the
@@ -18,15 +21,34 @@ const MaxInFlightLimit = queuefmt.MaxInFlight
 type control struct {
 	paused bool
 	max    int // the most messages leased at once; 0: no cap
+	// counted says leases holds every lease of the queue that may not
+	// have ended (a capped queue on a shared engine; see
+	// control_shared.go). Pebble counts leases in memory.
+	counted bool
+	leases  []capLease // by seq, increasing
 }
 
+// capLease is a message leased until end (Unix ns), as a shared engine's
+// control key counts it.
+type capLease = queuefmt.Lease
+
 func appendControl(dst []byte, ct control) []byte {
-	return queuefmt.AppendControl(dst, queuefmt.Control{Paused: ct.paused, MaxInFlight: ct.max})
+	return queuefmt.AppendControl(dst, queuefmt.Control{Paused: ct.paused, MaxInFlight: ct.max, Counted: ct.counted, Leases: ct.leases})
 }
 
 func parseControl(v []byte) (control, error) {
 	ct, err := queuefmt.ParseControl(v)
-	return control{paused: ct.Paused, max: ct.MaxInFlight}, err
+	return control{paused: ct.Paused, max: ct.MaxInFlight, counted: ct.Counted, leases: ct.Leases}, err
+}
+
+// setMax sets the cap to n. The leases counted go with a change from or
+// to no cap: a cap set anew counts them again (on a shared engine, the
+// first delivery under it does).
+func (ct *control) setMax(n int) {
+	if n == 0 || ct.max == 0 {
+		ct.counted, ct.leases = false, nil
+	}
+	ct.max = n
 }
 
 // Pause stops the queue's deliveries, through w: a *tipkv.DB commits at
@@ -77,6 +99,54 @@ func (q *Queue[T]) Paused() (bool, error) {
 		return false, fmt.Errorf("queue %q: paused: %w", q.c.name, err)
 	}
 	return ct.paused, nil
+}
+
+// SetMaxInFlight caps at n the messages of the queue leased at once:
+// received and not yet acknowledged, released, retried or lapsed, across
+// every handle and, on a shared engine, every process. 0 removes the cap.
+// It goes through w as Pause does, and is stored as a pause is: it
+// outlives a restart, and every handle and process heeds it once it has
+// committed.
+//
+// Under the cap a Receive takes no more than the room left and returns
+// that many messages or fewer (none, and no error, at the cap), and Wait
+// and ReceiveWait block while the queue is at its cap, until an Ack,
+// Release, Retry or a lease that ends makes room (or the cap is raised).
+// Pop leases nothing and is not capped. Lowering the cap below the
+// messages leased now takes no lease back: Receives deliver nothing until
+// enough of them are done. Extend of a lease that has ended (which
+// takes the message again) needs room as a Receive does, and returns an
+// error matching ErrLeaseLost at the cap.
+//
+// On Pebble the cap and the count of messages in flight live in memory,
+// and a Receive pays nothing for them. On a shared engine the leases
+// under a cap are counted in the control key: every Receive, Ack,
+// Release, Retry and Extend of a capped queue reads the key and writes it
+// with its change, requiring it unchanged. The count is thus exact across
+// processes (two Receives that each saw room for one cannot both commit),
+// and a lease that lapses leaves it Caps.ClockSkew after its end, when
+// its message becomes another process's to take. The price is that the
+// consumers of a capped queue take turns on that key: their writes
+// conflict and are retried (by a *tipkv.DB at once, up to 100 times; an
+// Ack in an Update runs the Update's function again), so a capped queue
+// delivers and acknowledges one write at a time across processes. The
+// first Receive under a cap set anew reads every live message once, to
+// count the leases taken before it. A Wait in another process sees the
+// room an Ack makes through the engine's watch of the items, or within
+// Caps.PollInterval where they are not watched (PostgreSQL's default
+// notifications leave the items family out).
+//
+// n < 0 or n > MaxInFlightLimit is tipkv.ErrInvalid, and nothing is
+// written.
+func (q *Queue[T]) SetMaxInFlight(w tipkv.Writer, n int) error {
+	limit := MaxInFlightLimit
+	if q.c.sm != nil {
+		limit = q.c.sm.maxCap
+	}
+	if n < 0 || n > limit {
+		return fmt.Errorf("%w: queue %q: max in flight %d: want 0 (no cap) to %d", tipkv.ErrInvalid, q.c.name, n, limit)
+	}
+	return q.c.setControl(w, "set max in flight", func(ct *control) { ct.setMax(n) })
 }
 
 // setControl changes the queue's control key through w: change edits what

@@ -39,7 +39,9 @@
 //	Metrics gauges        memory                            0 (Stats reads them)
 //	Pause, MaxInFlight    memory, loaded by Open and set    the control key: each process's
 //	                      by the write: a Receive reads     hint, required unchanged by
-//	                      nothing for them                  every delivering write
+//	                      nothing for them                  every delivering write; under
+//	                                                        a cap it counts the leases, and
+//	                                                        every lease write rewrites it
 //
 // On a shared engine the store is the truth and memory a hint: every write
 // that depends on a read requires, at commit, that what it read is still
@@ -172,6 +174,7 @@
 //	dead letter  05 | name | asc(seq)   dead header | payload
 //	once key     07 | "queue" | name | key, and 08 or 09 index entries (see package tipkv)
 //	control      0B | name              0x01 | uvarint flags (0x01: paused) | uvarint maxInFlight
+//	                                    or 0x02 | the same | uvarint n | n times uvarint seq | varint lease end
 //
 //	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at
 //	             or 0x04 | uvarint attempts | varint enqueued | varint lease end
@@ -332,7 +335,16 @@
 //     process whose hint says paused reads the key at each Receive and at
 //     each wake-up of a Wait. A Resume writes the queue-state key again,
 //     unchanged, so that it wakes the Waits of every process as an
-//     enqueue does.
+//     enqueue does (and so does a cap raised or removed).
+//   - Under a cap (SetMaxInFlight) the control key also counts the
+//     leases: the sequence number and end of each. Every write that
+//     takes a lease, ends one or moves its end reads the key and writes
+//     it with its change, requiring it unchanged, so the count is exact
+//     whatever the processes do at once; a lease leaves the count
+//     ClockSkew after its end, as its message becomes takeable. The
+//     consumers of a capped queue take turns on that key. Leases taken
+//     before the cap was set are counted from the items by the first
+//     delivery under it (the key has tag 0x01 until then).
 //   - Wait watches the queue's state key (every enqueue writes it) and its
 //     items (Release and Retry write those) where the engine can watch,
 //     and otherwise reads again every Caps.PollInterval; on PostgreSQL

@@ -3,6 +3,9 @@ package tipkvtest
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +24,9 @@ func queueControlCases() []testCase {
 		{"PauseSurvivesReopen", testQueuePauseReopen},
 		{"PauseResumeWakesReceiveWait", testQueuePauseWakes},
 		{"PauseInUpdateIsAtomic", testQueuePauseInUpdate},
+		{"MaxInFlight", testQueueMaxInFlight},
+		{"MaxInFlightManyConsumers", testQueueMaxInFlightConsumers},
+		{"MaxInFlightAckWakes", testQueueMaxInFlightAckWakes},
 	}
 }
 
@@ -262,5 +268,175 @@ func testQueuePauseInUpdate(t *testing.T, b backend) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"x"}, qValues(ms))
 	require.NoError(t, bq.Ack(dbB, qIDs(ms)...))
+	Healthy(t, dbA)
+}
+
+// SetMaxInFlight caps the messages leased at once: a Receive gets only
+// what fits, Ack, Release and a lapsed lease make room, Pop is not capped,
+// Extend of a lapsed lease needs room, and the cap is stored.
+func testQueueMaxInFlight(t *testing.T, b backend) {
+	clock := newQClock()
+	dbA, dbB := qPair(t, b, clock)
+	a := qOpen[int](t, dbA, "cap", nil)
+	bq := qOpen[int](t, dbB, "cap", nil)
+	require.ErrorIs(t, a.SetMaxInFlight(dbA, -1), tipkv.ErrInvalid)
+	require.ErrorIs(t, a.SetMaxInFlight(dbA, queue.MaxInFlightLimit+1), tipkv.ErrInvalid)
+	require.NoError(t, a.Enqueue(dbA, 1, 2, 3, 4, 5, 6, 7, 8))
+	first, err := bq.Receive(1, time.Minute) // leased before the cap: it counts
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	require.NoError(t, a.SetMaxInFlight(dbA, 3))
+	st, err := bq.ReadStats()
+	require.NoError(t, err)
+	require.Equal(t, 3, st.MaxInFlight)
+
+	ms, err := a.Receive(5, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, ms, 2, "room for two beside the first")
+	qReceiveNone(t, a, bq)
+	popped, err := bq.Pop(1)
+	require.NoError(t, err)
+	require.Len(t, popped, 1, "Pop leases nothing and is not capped")
+
+	require.NoError(t, a.Ack(dbA, ms[0].ID))
+	got, err := bq.Receive(5, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1, "an Ack made room for one")
+	require.NoError(t, a.Release(ms[1].ID, 0))
+	again, err := bq.Receive(5, time.Hour)
+	require.NoError(t, err)
+	require.Equal(t, []int{ms[1].Value}, qValues(again), "a Release made room for one: the released message, oldest")
+	qReceiveNone(t, a, bq)
+
+	// Leases that lapse make room; the leases of first and got lapse
+	// (the one of again holds), and so two are received.
+	clock.Advance(time.Minute + qLapse(t, dbA))
+	queue.Wake(dbA)
+	lapsed, err := a.Receive(5, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, lapsed, 2)
+	require.NoError(t, a.Ack(dbA, qIDs(lapsed)...))
+
+	// A lapsed lease needs room to be extended: with the cap lowered to
+	// the one lease that holds (again's), there is none.
+	late, err := a.Receive(1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, late, 1)
+	clock.Advance(time.Minute + qLapse(t, dbA))
+	require.NoError(t, bq.SetMaxInFlight(dbB, 1))
+	require.ErrorIs(t, a.Extend(late[0].ID, time.Minute), queue.ErrLeaseLost)
+	qReceiveNone(t, a, bq)
+
+	// Reopened, the cap holds.
+	require.NoError(t, bq.Ack(dbB, again[0].ID))
+	if b.Reopen != nil && b.Second == nil {
+		dbA = b.Reopen(t, dbA, &tipkv.Options{Clock: clock.Now})
+		a = qOpen[int](t, dbA, "cap", nil)
+		require.Equal(t, 1, a.Stats().MaxInFlight)
+		ms, err := a.Receive(5, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, ms, 1)
+		require.NoError(t, a.Ack(dbA, ms[0].ID))
+	}
+	require.NoError(t, a.SetMaxInFlight(dbA, 0))
+	rest, err := a.Receive(10, time.Minute)
+	require.NoError(t, err)
+	require.NotEmpty(t, rest)
+	require.NoError(t, a.Ack(dbA, qIDs(rest)...))
+	require.Zero(t, a.Len())
+	Healthy(t, dbA)
+}
+
+// Consumers on every handle receive and acknowledge under a cap: the
+// messages held by consumers (counted from the Receive's return to just
+// before the Ack) never pass the cap.
+func testQueueMaxInFlightConsumers(t *testing.T, b backend) {
+	clock := newQClock()
+	dbA, dbB := qPair(t, b, clock)
+	const limit = 3
+	n := max(b.N(120), 24)
+	a := qOpen[qJob](t, dbA, "cap", nil)
+	qFill(t, dbA, a, n)
+	require.NoError(t, a.SetMaxInFlight(dbA, limit))
+
+	var held, most, done atomic.Int64
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		db := dbA
+		if i%2 == 1 {
+			db = dbB
+		}
+		q := qOpen[qJob](t, db, "cap", nil)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ms, err := q.ReceiveWait(ctx, 2, time.Hour)
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				h := held.Add(int64(len(ms)))
+				for m := most.Load(); h > m && !most.CompareAndSwap(m, h); m = most.Load() {
+				}
+				time.Sleep(time.Millisecond) // hold them a while
+				held.Add(-int64(len(ms)))
+				if err := q.Ack(db, qIDs(ms)...); err != nil {
+					errs <- err
+					return
+				}
+				if done.Add(int64(len(ms))) == int64(n) {
+					cancel()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, n, done.Load())
+	require.LessOrEqual(t, most.Load(), int64(limit), "more messages held than the cap")
+	require.Zero(t, a.Len())
+	Healthy(t, dbA)
+}
+
+// A ReceiveWait held back by the cap, while messages are visible, wakes
+// when an Ack of another process makes room.
+func testQueueMaxInFlightAckWakes(t *testing.T, b backend) {
+	clock := newQClock()
+	dbA, dbB := qPair(t, b, clock)
+	a := qOpen[int](t, dbA, "cap", nil)
+	bq := qOpen[int](t, dbB, "cap", nil)
+	require.NoError(t, a.SetMaxInFlight(dbA, 1))
+	require.NoError(t, a.Enqueue(dbA, 1, 2))
+	ms, err := a.Receive(10, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []int{1}, qValues(ms))
+
+	got := make(chan []queue.Message[int], 1)
+	go func() {
+		ms, err := bq.ReceiveWait(t.Context(), 10, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ms
+	}()
+	select {
+	case ms := <-got:
+		t.Fatalf("ReceiveWait returned at the cap: %v", qValues(ms))
+	case <-time.After(50 * time.Millisecond):
+	}
+	require.NoError(t, a.Ack(dbA, ms[0].ID))
+	ms = <-got
+	require.Equal(t, []int{2}, qValues(ms))
+	require.NoError(t, bq.Ack(dbB, ms[0].ID))
+	require.True(t, slices.Equal([]int{}, qValues(qPeekAll(t, a))))
 	Healthy(t, dbA)
 }

@@ -38,15 +38,19 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("state %+v %v", gs, err)
 		}
 	}
-	for _, c := range []queuefmt.Control{{}, {Paused: true}, {MaxInFlight: 5}, {Paused: true, MaxInFlight: queuefmt.MaxInFlight}} {
+	for _, c := range []queuefmt.Control{{}, {Paused: true}, {MaxInFlight: 5}, {Paused: true, MaxInFlight: queuefmt.MaxInFlight},
+		{MaxInFlight: 2, Counted: true}, {Paused: true, MaxInFlight: 1, Counted: true, Leases: []queuefmt.Lease{{Seq: 3, End: 1700000000000000000}, {Seq: 9, End: -1}}}} {
 		gc, err := queuefmt.ParseControl(queuefmt.AppendControl(nil, c))
-		if err != nil || gc != c {
+		if err != nil || !reflect.DeepEqual(gc, c) {
 			t.Fatalf("control %+v: %+v %v", c, gc, err)
 		}
 	}
-	// An unknown flag, a cap past the bound, a byte after the value or a
-	// value cut short are corrupt.
-	for _, v := range [][]byte{{0x01, 0x02, 0x00}, {0x01, 0x00, 0x81, 0x80, 0x08}, {0x01, 0x01, 0x00, 0x00}, {0x01, 0x01}, {0x02, 0x00, 0x00}} {
+	// An unknown tag or flag, a cap past the bound, a byte after the
+	// value, a value cut short, leases out of order, twice or at 0 are
+	// corrupt.
+	for _, v := range [][]byte{{0x01, 0x02, 0x00}, {0x01, 0x00, 0x81, 0x80, 0x08}, {0x01, 0x01, 0x00, 0x00}, {0x01, 0x01}, {0x03, 0x00, 0x00},
+		{0x02, 0x00, 0x01}, {0x02, 0x00, 0x01, 0x01, 0x03}, {0x02, 0x00, 0x01, 0x01, 0x03, 0x00, 0x00},
+		{0x02, 0x00, 0x02, 0x02, 0x03, 0x00, 0x02, 0x00}, {0x02, 0x00, 0x02, 0x02, 0x03, 0x00, 0x03, 0x00}, {0x02, 0x00, 0x02, 0x01, 0x00, 0x00}} {
 		if _, err := queuefmt.ParseControl(v); !errors.Is(err, codec.ErrCorrupt) {
 			t.Fatalf("control % x: %v", v, err)
 		}
@@ -148,6 +152,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
 	f.Add(queuefmt.AppendControl(nil, queuefmt.Control{Paused: true, MaxInFlight: 3}))
+	f.Add(queuefmt.AppendControl(nil, queuefmt.Control{MaxInFlight: 3, Counted: true, Leases: []queuefmt.Lease{{Seq: 1, End: 5}, {Seq: 2, End: 6}}}))
 	f.Fuzz(func(t *testing.T, v []byte) {
 		if c, err := queuefmt.ParseControl(v); err != nil {
 			if !errors.Is(err, codec.ErrCorrupt) {
@@ -155,7 +160,7 @@ func FuzzParse(f *testing.F) {
 			}
 		} else if c.MaxInFlight < 0 || c.MaxInFlight > queuefmt.MaxInFlight {
 			t.Fatalf("%x: control %+v out of range", v, c)
-		} else if c2, err := queuefmt.ParseControl(queuefmt.AppendControl(nil, c)); err != nil || c2 != c {
+		} else if c2, err := queuefmt.ParseControl(queuefmt.AppendControl(nil, c)); err != nil || !reflect.DeepEqual(c2, c) {
 			t.Fatalf("%x: control %+v does not round trip", v, c)
 		}
 		for _, tag := range []byte{queuefmt.ItemFormat, queuefmt.DeadFormat, queuefmt.LeasedFormat} {
