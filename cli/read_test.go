@@ -186,8 +186,8 @@ func TestStats(t *testing.T) {
 	require.Regexp(t, `(?m)^users +2 +4$`, out)
 	require.Regexp(t, `(?m)^orders +1 +1$`, out)
 	require.Regexp(t, `(?m)^clicks +5 +2025-03-01T12:00:00Z +2025-03-01T12:04:00Z$`, out)
-	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD$`, out)
-	require.Regexp(t, `(?m)^jobs +2 +3 +5 +1$`, out)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD +PAUSED +MAX IN FLIGHT$`, out)
+	require.Regexp(t, `(?m)^jobs +2 +3 +5 +1 +no +-$`, out)
 	require.Contains(t, out, "no sstables yet: every key is in the memtable", "the sample store was never flushed")
 
 	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
@@ -200,7 +200,7 @@ func TestStats(t *testing.T) {
 		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},
 	}, m["collections"])
 	require.Equal(t, []any{map[string]any{
-		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 5.0, "dead": 1.0,
+		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 5.0, "dead": 1.0, "paused": false, "max_in_flight": 0.0,
 		"state": map[string]any{"head": 3.0, "tail": 5.0},
 	}}, m["queues"])
 	lsm := m["lsm"].(map[string]any)
@@ -228,7 +228,7 @@ func TestStatsBrokenQueue(t *testing.T) {
 	})
 	out, errOut, code := cli(t, "stats", dir)
 	require.Equal(t, exitFail, code)
-	require.Regexp(t, `(?m)^bad +- +- +- +0 +queue "bad": .*corrupt`, out)
+	require.Regexp(t, `(?m)^bad +- +- +- +0 +- +- +queue "bad": .*corrupt`, out)
 	require.Contains(t, errOut, "tipkv check lists the problems")
 	out, errOut, code = cli(t, "stats", "--json", dir)
 	require.Equal(t, exitFail, code)
