@@ -188,8 +188,9 @@ func (c *core) useControl(tx *link.Tx) (control, []byte, error) {
 }
 
 // setLeases adds to tx the write of the control key ct with leases ls,
-// counted.
-func (c *core) setLeases(tx *link.Tx, ct control, ls []capLease) error {
+// counted, and returns what it writes.
+func (c *core) setLeases(tx *link.Tx, ct control, ls []capLease) (control, []byte, error) {
 	ct.counted, ct.leases = true, ls
-	return tx.Batch.Set(c.k.control, appendControl(nil, ct))
+	v := appendControl(nil, ct)
+	return ct, v, tx.Batch.Set(c.k.control, v)
 }

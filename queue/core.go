@@ -278,6 +278,10 @@ func (c *core) load() error {
 	if err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
+	// Leases counted by a shared engine's processes (a store written
+	// there) are not Pebble's: memory counts them, and the next write of
+	// the key drops them.
+	ct.counted, ct.leases = false, nil
 	it, err := c.store.NewIter(c.k.item(nil, st.head), c.k.itemEnd)
 	if err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)

@@ -190,7 +190,9 @@
 // 0x02 (Pebble) adds count, the number of live messages below countTo;
 // shared engines write tag 0x01. Versions before these tags read a value
 // that has one as corrupt. The control key is absent until the first
-// Pause, Resume or SetMaxInFlight; its family came within store format 4,
+// Pause, Resume or SetMaxInFlight (on a shared engine, or the first
+// delivery, which writes it not paused and uncapped so that the next ones
+// can require it equal); its family came within store format 4,
 // and a release before it ignores the key (see package tipkv, "Stability").
 //
 // Times are Unix nanoseconds, 0 for none. The payload is the value codec's
@@ -331,7 +333,12 @@
 //     requiring it unchanged. Each process keeps the bytes it last read
 //     as a hint, and every Receive and Pop requires the key to hold them
 //     at commit: a delivery that raced with another process's Pause fails
-//     there and reads again, and reads nothing for the pause otherwise. A
+//     there and reads again, and reads nothing for the pause otherwise.
+//     The first delivery of a queue writes the key, not paused, if it is
+//     absent, so that the deliveries after it require it equal (a check
+//     that deliveries pass side by side; on PostgreSQL the condition that
+//     a key is absent is a row each delivery would insert and the others
+//     wait for). Ack, Release, Retry and Extend require it too. A
 //     process whose hint says paused reads the key at each Receive and at
 //     each wake-up of a Wait. A Resume writes the queue-state key again,
 //     unchanged, so that it wakes the Waits of every process as an

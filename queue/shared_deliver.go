@@ -206,6 +206,8 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	var ps []*picked
 	var vals []T
 	var deadline time.Time
+	var ctl control   // the control written, if ctlVal
+	var ctlVal []byte // the control key's new bytes, if the write sets it
 	tries := 0
 	err := c.write(c.db, func(tx *link.Tx) error {
 		if tries++; tries > 1 {
@@ -234,30 +236,33 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 		if ct.paused {
 			return errNothing
 		}
+		ctlVal = nil
 		limit := max
 		var live []capLease
-		if capped := ct.max > 0 && !pop; capped {
+		counted := false // the leases were counted from the items by this try
+		if ct.max > 0 && !pop {
 			// Pop leases nothing: it is not capped.
 			if !ct.counted {
 				if err := c.countLeases(&ct, now.UnixNano()); err != nil {
 					return err
 				}
+				counted = true
 			}
 			live = c.sm.liveLeases(ct.leases, now.UnixNano())
-			if limit = min(max, ct.max-len(live)); limit <= 0 {
-				return errNothing
+			limit = min(max, ct.max-len(live))
+		}
+		if limit > 0 {
+			skip := 0
+			if !pop {
+				// Pop keeps to the head: each popper's messages come in
+				// queue order.
+				skip = c.offset(limit)
+			}
+			if ps, err = c.pick(limit, now, q.maxAttempts, false, skip, len(ctlRaw)); err != nil {
+				return err
 			}
 		}
-		skip := 0
-		if !pop {
-			// Pop keeps to the head: each popper's messages come in
-			// queue order.
-			skip = c.offset(limit)
-		}
-		if ps, err = c.pick(limit, now, q.maxAttempts, false, skip, len(ctlRaw)); err != nil {
-			return err
-		}
-		if len(ps) == 0 {
+		if len(ps) == 0 && !counted {
 			return errNothing
 		}
 		vals = make([]T, len(ps))
@@ -270,11 +275,14 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 		}
 		// A Pause committed by another process since the control was
 		// read fails this write, and so does every other delivery under
-		// a cap, which counts its leases in the control key.
+		// a cap, which counts its leases in the control key (and writes
+		// them even when it delivers nothing, once it counted them, so
+		// that the next need not count again).
 		if err := c.requireControl(tx.Batch, ctlRaw); err != nil {
 			return err
 		}
-		if ct.max > 0 && !pop {
+		switch {
+		case ct.max > 0 && !pop:
 			seqs := make([]int64, 0, len(ps))
 			var add []capLease
 			for _, p := range ps {
@@ -283,12 +291,30 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 					add = append(add, capLease{Seq: p.seq, End: deadline.UnixNano()})
 				}
 			}
-			if err := c.setLeases(tx, ct, withLeases(live, seqs, add)); err != nil {
+			if ctl, ctlVal, err = c.setLeases(tx, ct, withLeases(live, seqs, add)); err != nil {
+				return err
+			}
+		case ctlRaw == nil:
+			// Create the key, so that the next deliveries require it to
+			// be equal: engines check that without the deliveries
+			// excluding each other, while an absent key's condition is a
+			// row inserted for the commit on PostgreSQL, which every
+			// other delivery of the queue would wait for.
+			ctl, ctlVal = ct, appendControl(nil, ct)
+			if err := tx.Batch.Set(c.k.control, ctlVal); err != nil {
 				return err
 			}
 		}
+		if len(ps) == 0 {
+			return nil // only the count
+		}
 		return c.writePicked(tx, ps, now, deadline, pop)
 	})
+	if err == nil && ctlVal != nil {
+		c.mu.Lock()
+		c.sm.ctl, c.sm.ctlRaw, c.sm.ctlKnown = ctl, ctlVal, true
+		c.mu.Unlock()
+	}
 	if errors.Is(err, errNothing) {
 		c.advanceHead()
 		return nil, nil
@@ -424,7 +450,8 @@ func (c *core) endLeases(tx *link.Tx, ss []int64) (control, error) {
 	if err != nil {
 		return ct, err
 	}
-	return ct, c.setLeases(tx, ct, withLeases(c.sm.liveLeases(ct.leases, now.UnixNano()), ss, nil))
+	_, _, err = c.setLeases(tx, ct, withLeases(c.sm.liveLeases(ct.leases, now.UnixNano()), ss, nil))
+	return ct, err
 }
 
 // dropHeld forgets leases whose messages this process's commit consumed:
@@ -515,7 +542,8 @@ func (c *core) moveLease(tx *link.Tx, seq int64, at time.Time) error {
 	if _, held := slices.BinarySearchFunc(live, seq, func(l capLease, seq int64) int { return cmp.Compare(l.Seq, seq) }); !held && len(live) >= ct.max {
 		return fmt.Errorf("queue %q: message %d: its lease ended and the queue is at its cap of %d in flight: %w", c.name, seq, ct.max, ErrLeaseLost)
 	}
-	return c.setLeases(tx, ct, withLeases(live, []int64{seq}, []capLease{{Seq: seq, End: at.UnixNano()}}))
+	_, _, err = c.setLeases(tx, ct, withLeases(live, []int64{seq}, []capLease{{Seq: seq, End: at.UnixNano()}}))
+	return err
 }
 
 // sharedTries bounds the commits of one write of a shared queue on a

@@ -45,7 +45,9 @@
 // deliveries: flag 0x01 pauses it, and maxInFlight, when not 0, caps the
 // messages leased at once. Other flags are reserved: a value with one is
 // corrupt to this version. The key is absent until the first Pause,
-// Resume or SetMaxInFlight; its family came within store format 4, and a
+// Resume or SetMaxInFlight (on a shared engine, or the queue's first
+// delivery, which writes it with no flag and no cap); its family came
+// within store format 4, and a
 // release before it ignores the key (it delivers from a paused queue) and
 // reports it as a key of an unknown family. A capped queue on a shared
 // engine counts its leases in the key (tag 0x02, written by every write
