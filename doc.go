@@ -46,7 +46,7 @@
 //	family 0x08  once due      08 | due | space | name | key   01 (windowed keys, by their end)
 //	family 0x09  once seqs     09 | queue | asc(seq)           key (until-done keys, by message)
 //	family 0x0A  feed leases   0A | stream | group | asc(ep)   asc(deadline) member
-//	family 0x0B  queue control 0B | queue                      paused, max in flight
+//	family 0x0C  queue control 0C | queue                      paused, max in flight
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -85,7 +85,7 @@
 // those keys alone, and its check reports them as keys of an unknown
 // family. The idempotency families 0x07-0x09 (whose keys end by being
 // read, not by other writes), the consumer-group leases 0x0A and the
-// queue control keys 0x0B are such families; an older release's
+// queue control keys 0x0C are such families; an older release's
 // Feed.Advance does not heed leases, so upgrade every replica of a group
 // before its members join, and an older release delivers from a paused
 // queue, or past its cap on messages in flight, so upgrade every process

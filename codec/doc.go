@@ -12,8 +12,8 @@
 // tags: the family says what comes next).
 //
 //	family     1 byte: which family the key belongs to, and so what comes
-//	           next. See "Families" below: 0x00-0x0B are in use, 0x0C-0xFE
-//	           are reserved, 0xFF is never a family.
+//	           next. See "Families" below: 0x00-0x0A and 0x0C are in use,
+//	           0x0B and 0x0D-0xFE are reserved, 0xFF is never a family.
 //
 //	segment    a string or byte string, escaped and terminated:
 //	           every 0x00 byte becomes 0x00 0xFF, then 0x00 0x01 ends it.
@@ -60,8 +60,8 @@
 //	0x08  once-due      08 | due | space | name | key        01: a windowed key, by when it ends (due: asc(Unix ns) as a segment)
 //	0x09  once-seqs     09 | queue | asc(seq)                the key of a queue's until-done key, by sequence number
 //	0x0A  feed-leases   0A | stream | group | asc(epoch)     asc(deadline) member: the lease of a group's active member
-//	0x0B  queue-control 0B | queue                           a queue's pause and cap on messages in flight
-//	0x0C-0xFE           reserved: future families take the next free byte
+//	0x0C  queue-control 0C | queue                           a queue's pause and cap on messages in flight
+//	0x0B, 0x0D-0xFE     reserved: future families take the next free byte
 //	0xFF                never a family (see Keyspace)
 //
 // A family's byte is never reused, nor its layout changed: a new kind of
@@ -79,7 +79,7 @@
 //	dead-letters "jobs" 42              05 6a6f6273 0001 800000000000002a
 //	feed-cursors "clicks" "billing"     06 636c69636b73 0001 62696c6c696e67 0001
 //	feed-leases "clicks" "billing" 1    0a 636c69636b73 0001 62696c6c696e67 0001 8000000000000001
-//	queue-control "jobs"                0b 6a6f6273 0001
+//	queue-control "jobs"                0c 6a6f6273 0001
 //
 // Families whose layout ends in a number have a prefix (everything before the
 // number) and an 8-byte suffix; [Split] finds the boundary, so that Pebble's

@@ -24,7 +24,7 @@ const (
 	FamilyOnceDue      Family = 0x08 // 08 | due | space | name | key
 	FamilyOnceSeqs     Family = 0x09 // 09 | queue | asc(seq)
 	FamilyFeedLeases   Family = 0x0A // 0A | stream | group | asc(epoch)
-	FamilyQueueControl Family = 0x0B // 0B | queue
+	FamilyQueueControl Family = 0x0C // 0C | queue
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped

@@ -120,7 +120,14 @@ func TestSplitFollowsTheTable(t *testing.T) {
 		require.Equal(t, prefix, codec.Split(k), "%s", l.Name)
 	}
 	require.Equal(t, 6, numbered, "versions, queue items, feed events, dead letters, once seqs and feed leases end in a number")
-	for b := 0x0c; b <= 0xff; b++ {
+	inUse := map[codec.Family]bool{}
+	for _, l := range codec.Families() {
+		inUse[l.Family] = true
+	}
+	for b := 0x0b; b <= 0xff; b++ {
+		if inUse[codec.Family(b)] {
+			continue
+		}
 		k := codec.AppendAsc(codec.AppendString([]byte{byte(b)}, "x"), 1)
 		require.Equal(t, len(k), codec.Split(k), "reserved family 0x%02x", b)
 		_, ok := codec.Family(b).Layout()

@@ -17,7 +17,7 @@ func TestSharedDeliveryCreatesControl(t *testing.T) {
 	dbs := openShared(t, 2)
 	q, err := Open[int](dbs[0], "q", nil)
 	require.NoError(t, err)
-	require.NoError(t, q.Enqueue(dbs[0], 1, 2, 3))
+	enqueueN(t, dbs[0], q, 3)
 	s, err := link.StoreOf(dbs[0])
 	require.NoError(t, err)
 	_, err = s.Get(q.c.k.control)

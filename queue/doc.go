@@ -173,7 +173,7 @@
 //	                                    or 0x02 | the same | uvarint count | uvarint countTo
 //	dead letter  05 | name | asc(seq)   dead header | payload
 //	once key     07 | "queue" | name | key, and 08 or 09 index entries (see package tipkv)
-//	control      0B | name              0x01 | uvarint flags (0x01: paused) | uvarint maxInFlight
+//	control      0C | name              0x01 | uvarint flags (0x01: paused) | uvarint maxInFlight
 //	                                    or 0x02 | the same | uvarint n | n times uvarint seq | varint lease end
 //
 //	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at

@@ -43,6 +43,13 @@ func qPair(t *testing.T, b backend, clock *testutil.Clock) (*tipkv.DB, *tipkv.DB
 	return db, b.Second(t, db, opts)
 }
 
+// qErr returns the error of a call that returns one last, whatever it
+// returns with it (Enqueue's first sequence number, or nothing).
+func qErr(vals ...any) error {
+	err, _ := vals[len(vals)-1].(error)
+	return err
+}
+
 // qReceiveNone requires that none of qs delivers anything now, by Receive
 // or Pop, and that each says the queue is paused or at its cap.
 func qReceiveNone[T any](t *testing.T, qs ...*queue.Queue[T]) {
@@ -67,11 +74,11 @@ func testQueuePause(t *testing.T, b backend) {
 	once := qOpen(t, dbA, "p", &queue.Options[string]{MaxAttempts: 1})
 
 	// A dead letter, to requeue while paused.
-	require.NoError(t, a.Enqueue(dbA, "dead"))
+	qEnqueue(t, dbA, a, []string{"dead"})
 	ms, err := once.Receive(1, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, once.Release(ms[0].ID, 0))
-	require.NoError(t, a.Enqueue(dbA, "held", "released", "acked", "lapses"))
+	qEnqueue(t, dbA, a, []string{"held", "released", "acked", "lapses"})
 	ms, err = once.Receive(10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []string{"held", "released", "acked", "lapses"}, qValues(ms))
@@ -85,7 +92,7 @@ func testQueuePause(t *testing.T, b backend) {
 	require.NoError(t, a.Pause(dbA), "pausing a paused queue changes nothing")
 	// bq last read the queue running: its first Receive finds the pause
 	// at commit, if not before.
-	require.NoError(t, bq.Enqueue(dbB, "new"))
+	qEnqueue(t, dbB, bq, []string{"new"})
 	qReceiveNone(t, bq, a)
 	for _, q := range []*queue.Queue[string]{a, bq} {
 		ms, err := q.Pop(10)
@@ -139,7 +146,7 @@ func testQueuePauseReopen(t *testing.T, b backend) {
 	}
 	db := b.Open(t, nil)
 	q := qOpen[int](t, db, "p", nil)
-	require.NoError(t, q.Enqueue(db, 1, 2))
+	qEnqueue(t, db, q, []int{1, 2})
 	require.NoError(t, q.Pause(db))
 
 	db = b.Reopen(t, db, nil)
@@ -172,7 +179,7 @@ func testQueuePauseWakes(t *testing.T, b backend) {
 	dbA, dbB := qPair(t, b, clock)
 	a := qOpen[string](t, dbA, "p", nil)
 	bq := qOpen[string](t, dbB, "p", nil)
-	require.NoError(t, a.Enqueue(dbA, "x"))
+	qEnqueue(t, dbA, a, []string{"x"})
 	require.NoError(t, a.Pause(dbA))
 
 	type result struct {
@@ -185,7 +192,7 @@ func testQueuePauseWakes(t *testing.T, b backend) {
 		got <- result{ms, err}
 	}()
 	// An enqueue wakes the waiter, which finds the queue paused.
-	require.NoError(t, bq.Enqueue(dbB, "y"))
+	qEnqueue(t, dbB, bq, []string{"y"})
 	select {
 	case r := <-got:
 		t.Fatalf("ReceiveWait returned while paused: %v %v", qValues(r.ms), r.err)
@@ -238,7 +245,7 @@ func testQueuePauseInUpdate(t *testing.T, b backend) {
 	}()
 	<-started
 	require.NoError(t, dbA.Update(func(w *tipkv.Batch) error {
-		if err := a.Enqueue(w, "x"); err != nil {
+		if err := qErr(a.Enqueue(w, "x")); err != nil {
 			return err
 		}
 		return a.Pause(w)
@@ -281,7 +288,7 @@ func testQueueMaxInFlight(t *testing.T, b backend) {
 	bq := qOpen[int](t, dbB, "cap", nil)
 	require.ErrorIs(t, a.SetMaxInFlight(dbA, -1), tipkv.ErrInvalid)
 	require.ErrorIs(t, a.SetMaxInFlight(dbA, queue.MaxInFlightLimit+1), tipkv.ErrInvalid)
-	require.NoError(t, a.Enqueue(dbA, 1, 2, 3, 4, 5, 6, 7, 8))
+	qEnqueue(t, dbA, a, []int{1, 2, 3, 4, 5, 6, 7, 8})
 	first, err := bq.Receive(1, time.Minute) // leased before the cap: it counts
 	require.NoError(t, err)
 	require.Len(t, first, 1)
@@ -415,7 +422,7 @@ func testQueueMaxInFlightAckWakes(t *testing.T, b backend) {
 	a := qOpen[int](t, dbA, "cap", nil)
 	bq := qOpen[int](t, dbB, "cap", nil)
 	require.NoError(t, a.SetMaxInFlight(dbA, 1))
-	require.NoError(t, a.Enqueue(dbA, 1, 2))
+	qEnqueue(t, dbA, a, []int{1, 2})
 	ms, err := a.Receive(10, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []int{1}, qValues(ms))

@@ -12,8 +12,8 @@
 //	with metadata                       tag|0x20 | the same fields | [headers] | uvarint len | metadata | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
-//	control      0B | name              0x01 | uvarint flags | uvarint maxInFlight
-//	counted      0B | name              0x02 | the same | uvarint n | n times: uvarint seq | varint end
+//	control      0C | name              0x01 | uvarint flags | uvarint maxInFlight
+//	counted      0C | name              0x02 | the same | uvarint n | n times: uvarint seq | varint end
 //
 // Times are Unix nanoseconds, 0 for none. For an item, at is when it becomes
 // visible (0: at once); for a leased item, when its lease ends; for a dead
@@ -41,7 +41,7 @@
 // that predates tags 0x02 (state) and 0x1x (items) takes such values for
 // corrupt.
 //
-// The control key (family 0x0B) holds what a queue's owner set about its
+// The control key (family 0x0C) holds what a queue's owner set about its
 // deliveries: flag 0x01 pauses it, and maxInFlight, when not 0, caps the
 // messages leased at once. Other flags are reserved: a value with one is
 // corrupt to this version. The key is absent until the first Pause,
