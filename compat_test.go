@@ -74,10 +74,12 @@ type compatStream struct {
 }
 
 type compatQueue struct {
-	Name     string          `json:"name"`
-	Codec    string          `json:"codec"`
-	Messages []compatMessage `json:"messages"`
-	Dead     []compatMessage `json:"dead"`
+	Name        string          `json:"name"`
+	Codec       string          `json:"codec"`
+	Messages    []compatMessage `json:"messages"`
+	Dead        []compatMessage `json:"dead"`
+	Paused      bool            `json:"paused,omitempty"`        // none before the control key (format 4)
+	MaxInFlight int             `json:"max_in_flight,omitempty"` // the same
 }
 
 type compatMessage struct {
@@ -306,6 +308,9 @@ func compare(t *testing.T, db *tipkv.DB, m *compatManifest, when string) {
 				Enqueued: d.Enqueued.UTC().Format(time.RFC3339Nano), Died: d.Died.UTC().Format(time.RFC3339Nano), Headers: d.Headers, Meta: compatMeta(t, d.HasMetadata(), d.Metadata)})
 		}
 		require.Equal(t, stripDecoded(q.Dead), got, "%s: dead letters", where)
+		st, err := raw.ReadStats()
+		require.NoError(t, err, where)
+		require.Equal(t, []any{q.Paused, q.MaxInFlight}, []any{st.Paused, st.MaxInFlight}, "%s: paused and max in flight", where)
 		if q.Codec == "person" {
 			p, err := queue.Open[Person](db, q.Name, nil)
 			require.NoError(t, err, where)

@@ -48,6 +48,7 @@
 //	family 0x09  once seqs     09 | queue | asc(seq)           key (until-done keys, by message)
 //	family 0x0A  feed leases   0A | stream | group | asc(ep)   asc(deadline) member
 //	family 0x0B  purges        0B | collection | desc(time)    empty (a collection's purge horizon)
+//	family 0x0C  queue control 0C | queue                      paused, max in flight
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -85,9 +86,12 @@
 // format; an older release then works on the store as before, leaves
 // those keys alone, and its check reports them as keys of an unknown
 // family. The idempotency families 0x07-0x09 (whose keys end by being
-// read, not by other writes) and the consumer-group leases 0x0A are such
-// families; an older release's Feed.Advance does not heed leases, so
-// upgrade every replica of a group before its members join. The purge
+// read, not by other writes), the consumer-group leases 0x0A and the
+// queue control keys 0x0C are such families; an older release's
+// Feed.Advance does not heed leases, so upgrade every replica of a group
+// before its members join, and an older release delivers from a paused
+// queue, or past its cap on messages in flight, so upgrade every process
+// that consumes a queue before it is paused or capped. The purge
 // horizons 0x0B are part of format 4 from its first release. Values are
 // decoded into your types as they are now; package
 // codec says what a change of a type's shape does.

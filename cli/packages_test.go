@@ -178,13 +178,13 @@ func TestStatsAndQueueAgree(t *testing.T) {
 	st := jsonOf(t, cliOK(t, "stats", "--json", dir))
 	sq := st["queues"].([]any)[0].(map[string]any)
 	require.Equal(t, "jobs", sq["queue"])
-	for _, f := range []string{"head", "tail", "depth", "dead"} {
+	for _, f := range []string{"head", "tail", "depth", "dead", "paused", "max_in_flight"} {
 		require.Equal(t, q[f], sq[f], f)
 	}
 	require.EqualValues(t, 8, sq["tail"])
 
 	out := cliOK(t, "stats", dir)
-	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD$`, out)
-	require.Regexp(t, `(?m)^jobs +3 +5 +8 +2$`, out)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD +PAUSED +MAX IN FLIGHT$`, out)
+	require.Regexp(t, `(?m)^jobs +3 +5 +8 +2 +no +-$`, out)
 	require.Contains(t, out, "head: the oldest sequence number not yet consumed; tail: the sequence number the next enqueue gets.\n")
 }

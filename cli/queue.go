@@ -16,13 +16,14 @@ import (
 var queueCommand = &command{
 	name:    "queue",
 	args:    []string{"DIR", "NAME"},
-	summary: "show a queue's state and next messages; list, requeue or discard dead letters",
+	summary: "show a queue's state and next messages; list, requeue or discard dead letters; pause, resume or cap it",
 	help: `
 Shows queue NAME: its head (the oldest sequence number not yet consumed),
 its tail (the sequence number the next enqueue gets; stats shows the
 same), its depth (messages in the queue), how many of them are delayed,
-and its dead letters; then the next -n messages a Receive would deliver
-(a peek: nothing changes), their values decoded from msgpack or JSON (hex
+its dead letters, whether it is paused and its cap on messages in
+flight; then the next -n messages a Receive would deliver once it may (a
+peek: nothing changes), their values decoded from msgpack or JSON (hex
 when a value is neither).
 
 --dead lists the dead letters instead: messages delivered MaxAttempts times
@@ -30,8 +31,15 @@ without an Ack, or whose stored bytes were corrupt.
 
 --requeue SEQS moves dead letters back to the tail of the queue with new
 sequence numbers and their attempts reset; --discard SEQS deletes them.
-SEQS is a comma-separated list of sequence numbers, or "all". These two
-open the store for writing: stop the process that uses the store first.
+SEQS is a comma-separated list of sequence numbers, or "all".
+
+--pause stops the queue's deliveries (Queue.Pause): Receive and Pop
+deliver nothing, in every process, until --resume; the pause is stored.
+--max-in-flight N caps the messages leased at once at N (0: no cap;
+Queue.SetMaxInFlight).
+
+These five open the store for writing: stop the process that uses the
+store first (on a shared engine, the others go on and see the change).
 
 Leases live in the memory of the process that holds the store, so a store
 tipkv can open has none: every unacknowledged message is either visible or
@@ -42,14 +50,34 @@ Exits 1 when the store has no queue NAME.`,
 		dead := fs.Bool("dead", false, "list the dead letters instead of the next messages")
 		requeue := fs.String("requeue", "", "move the dead letters `SEQS` (or all) back to the queue")
 		discard := fs.String("discard", "", "delete the dead letters `SEQS` (or all)")
+		pause := fs.Bool("pause", false, "pause the queue: nothing is delivered until --resume")
+		resume := fs.Bool("resume", false, "resume the paused queue")
+		maxInFlight := fs.Int("max-in-flight", -1, "cap the messages leased at once at `N` (0: no cap)")
 		return func(c *ctx, args []string) int {
 			if *n < 0 {
 				return c.usagef("-n must be >= 0, not %d", *n)
 			}
-			if *requeue != "" && *discard != "" {
-				return c.usagef("--requeue and --discard do not go together")
+			actions := 0
+			for _, on := range []bool{*requeue != "", *discard != "", *pause, *resume, *maxInFlight >= 0} {
+				if on {
+					actions++
+				}
 			}
-			op := queueOp{limit: *n, dead: *dead}
+			if actions > 1 {
+				return c.usagef("--requeue, --discard, --pause, --resume and --max-in-flight go one at a time")
+			}
+			if *maxInFlight < -1 || *maxInFlight > queue.MaxInFlightLimit {
+				return c.usagef("--max-in-flight must be 0 (no cap) to %d, not %d", queue.MaxInFlightLimit, *maxInFlight)
+			}
+			op := queueOp{limit: *n, dead: *dead, maxInFlight: *maxInFlight}
+			switch {
+			case *pause:
+				op.action = "pause"
+			case *resume:
+				op.action = "resume"
+			case *maxInFlight >= 0:
+				op.action = "max-in-flight"
+			}
 			for _, a := range []struct{ name, arg string }{{"requeue", *requeue}, {"discard", *discard}} {
 				if a.arg == "" {
 					continue
@@ -75,14 +103,18 @@ const (
 )
 
 type queueOp struct {
-	limit  int
-	dead   bool
-	action string // "", "requeue" or "discard"
-	all    bool
-	seqs   []int64
+	limit       int
+	dead        bool
+	action      string // "", "requeue", "discard", "pause", "resume" or "max-in-flight"
+	all         bool
+	seqs        []int64
+	maxInFlight int
 }
 
 var pastTense = map[string]string{"requeue": "requeued", "discard": "discarded"}
+
+// onDead reports whether the action moves or deletes dead letters.
+func (op queueOp) onDead() bool { return op.action == "requeue" || op.action == "discard" }
 
 func parseSeqs(s string) (all bool, seqs []int64, err error) {
 	if s == "all" {
@@ -129,6 +161,9 @@ func queueCmd(c *ctx, dir, name string, op queueOp) int {
 			return c.failf(exitFail, "%v", err)
 		}
 	}
+	if !op.onDead() {
+		done = nil
+	}
 	v, err := fetchQueue(s, q, op.limit, op.dead)
 	if err != nil {
 		return c.failed(err)
@@ -160,14 +195,14 @@ func openQueue(s *store, name string) (*queue.Queue[[]byte], error) {
 // --requeue or --discard did first.
 type queueView struct {
 	name      string
-	stats     queue.Stats
-	delayed   int // messages from the head on that are not visible yet
+	stats     queue.Stats // Paused and MaxInFlight too
+	delayed   int         // messages from the head on that are not visible yet
 	deadCount int
 	dead      bool // the view lists dead letters, not messages
 	deads     []queue.DeadLetter[[]byte]
 	msgs      []queue.Message[[]byte]
-	action    string  // "", "requeue" or "discard"
-	done      []int64 // the dead letters the action moved or deleted
+	action    string  // what queueOp.action did first, if anything
+	done      []int64 // the dead letters requeue or discard moved or deleted
 	// deadErr is the error that stopped the read of the dead letters:
 	// those before it are counted and listed, and the command fails
 	// after showing them.
@@ -208,9 +243,10 @@ func fetchQueue(s *store, q *queue.Queue[[]byte], limit int, dead bool) (*queueV
 
 func (v *queueView) json() object {
 	st := v.stats
-	obj := object{{"queue", v.name}, {"head", st.Head}, {"tail", st.Tail}, {"depth", st.Len}, {"delayed", v.delayed}, {"dead", v.deadCount}}
-	if v.action != "" {
-		obj = append(obj, field{pastTense[v.action], v.done})
+	obj := object{{"queue", v.name}, {"head", st.Head}, {"tail", st.Tail}, {"depth", st.Len}, {"delayed", v.delayed}, {"dead", v.deadCount},
+		{"paused", st.Paused}, {"max_in_flight", st.MaxInFlight}}
+	if past, ok := pastTense[v.action]; ok {
+		obj = append(obj, field{past, v.done})
 	}
 	if v.dead {
 		list := []any{}
@@ -233,8 +269,15 @@ func (v *queueView) json() object {
 
 func (v *queueView) table(w io.Writer) error {
 	st := v.stats
-	if v.action != "" {
+	switch v.action {
+	case "requeue", "discard":
 		fmt.Fprintf(w, "%s %d dead letter(s): %s\n\n", pastTense[v.action], len(v.done), joinInts(v.done))
+	case "pause":
+		fmt.Fprintf(w, "paused: nothing is delivered until --resume\n\n")
+	case "resume":
+		fmt.Fprintf(w, "resumed\n\n")
+	case "max-in-flight":
+		fmt.Fprintf(w, "max in flight set to %d\n\n", st.MaxInFlight)
 	}
 	t := newTable(w)
 	t.row("queue", quoteIfNeeded(v.name))
@@ -242,6 +285,16 @@ func (v *queueView) table(w io.Writer) error {
 	t.row("tail", st.Tail, tailLegend)
 	t.row("depth", st.Len, fmt.Sprintf("messages in the queue, %d of them delayed", v.delayed))
 	t.row("dead", v.deadCount, "dead letters")
+	if st.Paused {
+		t.row("paused", "yes", "nothing is delivered until the queue is resumed")
+	} else {
+		t.row("paused", "no")
+	}
+	if st.MaxInFlight > 0 {
+		t.row("max in flight", st.MaxInFlight, "messages leased at once, at most")
+	} else {
+		t.row("max in flight", "-", "no cap")
+	}
 	if err := t.flush(); err != nil {
 		return err
 	}
@@ -260,9 +313,18 @@ func (v *queueView) table(w io.Writer) error {
 	return t.flush()
 }
 
-// queueAct requeues or discards the dead letters op names and returns
-// their sequence numbers.
+// queueAct does what op asks: requeues or discards the dead letters it
+// names (and returns their sequence numbers), or pauses, resumes or caps
+// the queue.
 func queueAct(q *queue.Queue[[]byte], s *store, op queueOp) ([]int64, error) {
+	switch op.action {
+	case "pause":
+		return nil, q.Pause(s.db)
+	case "resume":
+		return nil, q.Resume(s.db)
+	case "max-in-flight":
+		return nil, q.SetMaxInFlight(s.db, op.maxInFlight)
+	}
 	seqs := op.seqs
 	if op.all {
 		for d, err := range q.DeadLetters() {

@@ -34,3 +34,21 @@ func parseQueueState(v []byte) (queueState, error) {
 	s, err := queuefmt.ParseState(v)
 	return queueState{head: s.Head, tail: s.Tail}, err
 }
+
+// queueControl is what a queue-control key holds: whether the queue is
+// paused, its cap on messages leased at once (0: none) and, on a shared
+// engine under a cap, how many leases it counts (-1: none counted).
+type queueControl struct {
+	paused      bool
+	maxInFlight int
+	leases      int
+}
+
+func parseQueueControl(v []byte) (queueControl, error) {
+	c, err := queuefmt.ParseControl(v)
+	qc := queueControl{paused: c.Paused, maxInFlight: c.MaxInFlight, leases: -1}
+	if c.Counted {
+		qc.leases = len(c.Leases)
+	}
+	return qc, err
+}

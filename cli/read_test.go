@@ -75,7 +75,7 @@ func TestDumpFilters(t *testing.T) {
 func TestDumpForeignData(t *testing.T) {
 	dir := foreignStore(t)
 	out := cliOK(t, "dump", dir)
-	require.Contains(t, out, "0x0c78")
+	require.Contains(t, out, "0x0d78")
 	require.Contains(t, out, "0xdead")
 	require.Regexp(t, `versions +0x016300 +0x76\n`, out)
 	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(neither msgpack nor JSON\)\n`, out)
@@ -89,9 +89,9 @@ func TestDumpForeignData(t *testing.T) {
 			byHex[h] = r
 		}
 	}
-	require.Equal(t, "0x0c", byHex["0c78"]["family"])
-	require.Equal(t, "unknown family 0x0c", byHex["0c78"]["key_error"])
-	require.Equal(t, "dead", byHex["0c78"]["value_hex"])
+	require.Equal(t, "0x0d", byHex["0d78"]["family"])
+	require.Equal(t, "unknown family 0x0d", byHex["0d78"]["key_error"])
+	require.Equal(t, "dead", byHex["0d78"]["value_hex"])
 	require.Contains(t, byHex["016300"]["key_error"], "bad collection segment")
 	var notMsgpack, binary map[string]any
 	for _, r := range recs {
@@ -186,21 +186,21 @@ func TestStats(t *testing.T) {
 	require.Regexp(t, `(?m)^users +2 +4$`, out)
 	require.Regexp(t, `(?m)^orders +1 +1$`, out)
 	require.Regexp(t, `(?m)^clicks +5 +2025-03-01T12:00:00Z +2025-03-01T12:04:00Z$`, out)
-	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD$`, out)
-	require.Regexp(t, `(?m)^jobs +2 +3 +5 +1$`, out)
+	require.Regexp(t, `(?m)^QUEUE +DEPTH +HEAD +TAIL +DEAD +PAUSED +MAX IN FLIGHT$`, out)
+	require.Regexp(t, `(?m)^jobs +2 +3 +5 +1 +no +-$`, out)
 	require.Contains(t, out, "no sstables yet: every key is in the memtable", "the sample store was never flushed")
 
 	m := jsonOf(t, cliOK(t, "stats", "--json", dir))
 	require.EqualValues(t, 16, m["keys"])
 	require.EqualValues(t, 0, m["bad_keys"])
 	require.Positive(t, m["disk_usage"])
-	require.Len(t, m["families"], 12)
+	require.Len(t, m["families"], 13)
 	require.Equal(t, []any{
 		map[string]any{"collection": "orders", "documents": 1.0, "versions": 1.0},
 		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},
 	}, m["collections"])
 	require.Equal(t, []any{map[string]any{
-		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 5.0, "dead": 1.0,
+		"queue": "jobs", "depth": 2.0, "head": 3.0, "tail": 5.0, "dead": 1.0, "paused": false, "max_in_flight": 0.0,
 		"state": map[string]any{"head": 3.0, "tail": 5.0},
 	}}, m["queues"])
 	lsm := m["lsm"].(map[string]any)
@@ -228,7 +228,7 @@ func TestStatsBrokenQueue(t *testing.T) {
 	})
 	out, errOut, code := cli(t, "stats", dir)
 	require.Equal(t, exitFail, code)
-	require.Regexp(t, `(?m)^bad +- +- +- +0 +queue "bad": .*corrupt`, out)
+	require.Regexp(t, `(?m)^bad +- +- +- +0 +- +- +queue "bad": .*corrupt`, out)
 	require.Contains(t, errOut, "tipkv check lists the problems")
 	out, errOut, code = cli(t, "stats", "--json", dir)
 	require.Equal(t, exitFail, code)

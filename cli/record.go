@@ -78,6 +78,16 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 			return r
 		}
 		r.header, r.headerOnly = object{{"head", st.head}, {"tail", st.tail}}, true
+	case codec.FamilyQueueControl:
+		qc, err := parseQueueControl(v)
+		if err != nil {
+			r.bad = "queue control: " + err.Error()
+			return r
+		}
+		r.header, r.headerOnly = object{{"paused", qc.paused}, {"max_in_flight", qc.maxInFlight}}, true
+		if qc.leases >= 0 {
+			r.header = append(r.header, field{"leases_counted", qc.leases})
+		}
 	case codec.FamilyFeedCursors:
 		if len(v) != codec.NumberSize {
 			r.bad = fmt.Sprintf("cursor of %d bytes, want %d", len(v), codec.NumberSize)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
@@ -71,9 +72,11 @@ type queueStats struct {
 	state *queueState
 	// What the queue package reports when it opens the queue, as tipkv
 	// queue shows it; err when it did not open.
-	depth      int
-	head, tail int64
-	err        error
+	depth       int
+	head, tail  int64
+	paused      bool
+	maxInFlight int
+	err         error
 }
 
 type storeStats struct {
@@ -143,6 +146,8 @@ func (st *storeStats) add(k key, v []byte) {
 		st.queue(k.segs[0])
 	case codec.FamilyDeadLetters:
 		st.queue(k.segs[0]).dead++
+	case codec.FamilyQueueControl:
+		st.queue(k.segs[0]) // paused or capped: read
 	case codec.FamilyQueueState:
 		q := st.queue(k.segs[0])
 		if s, err := parseQueueState(v); err == nil {
@@ -271,6 +276,7 @@ func (q *queueStats) read(s *store) {
 	}
 	st := qu.Stats()
 	q.depth, q.head, q.tail = st.Len, st.Head, st.Tail
+	q.paused, q.maxInFlight = st.Paused, st.MaxInFlight
 }
 
 func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) object {
@@ -296,7 +302,7 @@ func (st *storeStats) json(dir string, disk uint64, shape *pebblestore.Shape) ob
 		if q.err != nil {
 			o = append(o, field{"error", q.err.Error()})
 		} else {
-			o = append(o, field{"depth", q.depth}, field{"head", q.head}, field{"tail", q.tail})
+			o = append(o, field{"depth", q.depth}, field{"head", q.head}, field{"tail", q.tail}, field{"paused", q.paused}, field{"max_in_flight", q.maxInFlight})
 		}
 		queues = append(queues, append(o, field{"dead", q.dead}, field{"state", state}))
 	}
@@ -377,13 +383,20 @@ func (st *storeStats) print(w io.Writer, dir string, disk uint64, shape *pebbles
 	}
 	if len(st.queues) > 0 {
 		fmt.Fprintln(w)
-		t = newTable(w, "QUEUE", "DEPTH", "HEAD", "TAIL", "DEAD")
+		t = newTable(w, "QUEUE", "DEPTH", "HEAD", "TAIL", "DEAD", "PAUSED", "MAX IN FLIGHT")
 		for _, q := range st.sortedQueues() {
 			if q.err != nil {
-				t.row(quoteIfNeeded(q.name), "-", "-", "-", q.dead, q.err)
+				t.row(quoteIfNeeded(q.name), "-", "-", "-", q.dead, "-", "-", q.err)
 				continue
 			}
-			t.row(quoteIfNeeded(q.name), q.depth, q.head, q.tail, q.dead)
+			paused, capped := "no", "-"
+			if q.paused {
+				paused = "yes"
+			}
+			if q.maxInFlight > 0 {
+				capped = strconv.Itoa(q.maxInFlight)
+			}
+			t.row(quoteIfNeeded(q.name), q.depth, q.head, q.tail, q.dead, paused, capped)
 		}
 		if err := t.flush(); err != nil {
 			return err

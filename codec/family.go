@@ -13,18 +13,19 @@ type Family byte
 
 // The key families. A family number is never reused.
 const (
-	FamilyMeta        Family = 0x00 // 00 | name
-	FamilyVersions    Family = 0x01 // 01 | collection | id | desc(version)
-	FamilyQueueItems  Family = 0x02 // 02 | queue | asc(seq)
-	FamilyQueueState  Family = 0x03 // 03 | queue
-	FamilyFeed        Family = 0x04 // 04 | stream | desc(position)
-	FamilyDeadLetters Family = 0x05 // 05 | queue | asc(seq)
-	FamilyFeedCursors Family = 0x06 // 06 | stream | group
-	FamilyOnce        Family = 0x07 // 07 | space | name | key
-	FamilyOnceDue     Family = 0x08 // 08 | due | space | name | key
-	FamilyOnceSeqs    Family = 0x09 // 09 | queue | asc(seq)
-	FamilyFeedLeases  Family = 0x0A // 0A | stream | group | asc(epoch)
-	FamilyPurges      Family = 0x0B // 0B | collection | desc(time)
+	FamilyMeta         Family = 0x00 // 00 | name
+	FamilyVersions     Family = 0x01 // 01 | collection | id | desc(version)
+	FamilyQueueItems   Family = 0x02 // 02 | queue | asc(seq)
+	FamilyQueueState   Family = 0x03 // 03 | queue
+	FamilyFeed         Family = 0x04 // 04 | stream | desc(position)
+	FamilyDeadLetters  Family = 0x05 // 05 | queue | asc(seq)
+	FamilyFeedCursors  Family = 0x06 // 06 | stream | group
+	FamilyOnce         Family = 0x07 // 07 | space | name | key
+	FamilyOnceDue      Family = 0x08 // 08 | due | space | name | key
+	FamilyOnceSeqs     Family = 0x09 // 09 | queue | asc(seq)
+	FamilyFeedLeases   Family = 0x0A // 0A | stream | group | asc(epoch)
+	FamilyPurges       Family = 0x0B // 0B | collection | desc(time)
+	FamilyQueueControl Family = 0x0C // 0C | queue
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped
@@ -72,6 +73,8 @@ var families = []Layout{
 	// from which its reads by time are exact after whole documents were
 	// purged, newest first.
 	{Family: FamilyPurges, Name: "purges", Segments: []string{"collection"}, Number: "time", Desc: true},
+	// A queue's pause and its cap on messages in flight (package queue).
+	{Family: FamilyQueueControl, Name: "queue-control", Segments: []string{"queue"}},
 }
 
 // segmentsBefore[b] is how many segments come before the trailing number

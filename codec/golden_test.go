@@ -80,6 +80,8 @@ func encodeGolden(t *testing.T, lhs string) []byte {
 		return codec.AppendAsc(k, atoi(t, args[1]))
 	case "queuestate":
 		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), args[0])
+	case "queuecontrol":
+		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueControl), args[0])
 	case "meta":
 		return codec.AppendString(codec.AppendFamily(nil, codec.FamilyMeta), args[0])
 	case "feedcursor":

@@ -221,9 +221,14 @@ func (q *Queue[T]) Extend(id ID, lease time.Duration) error {
 	if c.closed {
 		return fmt.Errorf("queue %q: extend: %w", c.name, tipkv.ErrClosed)
 	}
+	c.expire(now) // a lease that ended holds no room
 	e, err := c.leased(id)
 	if err != nil {
 		return fmt.Errorf("extend: %w", err)
+	}
+	if !e.slot && c.ctl.max > 0 && c.nslots >= c.ctl.max {
+		// The lease ended, and its room went to other messages.
+		return fmt.Errorf("queue %q: extend message %d (id %s): its lease ended and the queue is at its cap of %d in flight: %w", c.name, id.seq, id, c.ctl.max, ErrLeaseLost)
 	}
 	c.setState(e, stLeased, deadline)
 	return nil

@@ -9,7 +9,10 @@ import (
 )
 
 // ReceiveWait is Receive that blocks until it has something to return: it
-// returns at least one leased message, or an error. It returns ctx.Err()
+// returns at least one leased message, or an error. It sleeps through a
+// pause (see Pause) and while the queue is at its cap on messages in
+// flight (SetMaxInFlight), without polling, until a Resume or room wakes
+// it. It returns ctx.Err()
 // when ctx ends first (without leasing anything once ctx has ended), and
 // an error matching tipkv.ErrClosed when the DB closes. Bad arguments are
 // tipkv.ErrInvalid at once, as in Receive.

@@ -74,6 +74,14 @@ type core struct {
 	nready   int
 	nleased  int
 	nwaiting int
+	// nslots counts the entries in flight: leased, or busy while a
+	// Receive or an Ack of a leased message commits (entry.slot). The
+	// cap in ctl bounds it.
+	nslots int
+
+	// ctl is the queue's control (pause, cap) as last applied to the
+	// store or loaded from it. Only a Tx holding dq.stateMu changes it.
+	ctl control
 
 	deadBusy map[int64]bool // dead letters being requeued or discarded
 
@@ -138,6 +146,7 @@ type entry struct {
 	state    entryState
 	removed  bool
 	mark     bool // scratch, under mu
+	slot     bool // counted in core.nslots: leased, or busy while its lease is taken or acknowledged
 }
 
 var leaseTokens atomic.Uint64
@@ -265,6 +274,14 @@ func (c *core) load() error {
 	if !st.counted || st.countTo < st.head {
 		st.count, st.countTo = 0, st.head // nothing counted yet: count all
 	}
+	ct, _, err := c.loadControl()
+	if err != nil {
+		return fmt.Errorf("queue %q: load: %w", c.name, err)
+	}
+	// Leases counted by a shared engine's processes (a store written
+	// there) are not Pebble's: memory counts them, and the next write of
+	// the key drops them.
+	ct.counted, ct.leases = false, nil
 	it, err := c.store.NewIter(c.k.item(nil, st.head), c.k.itemEnd)
 	if err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
@@ -319,6 +336,7 @@ func (c *core) load() error {
 		c.cursor = first
 	}
 	c.m.dead.Store(dead)
+	c.ctl = ct
 	c.loaded = true
 	return nil
 }
@@ -490,6 +508,7 @@ func (c *core) live() int { return len(c.order) - c.nremoved }
 // remove forgets a consumed entry.
 func (c *core) remove(e *entry) {
 	c.setState(e, stBusy, time.Time{})
+	c.freeSlot(e)
 	e.removed = true
 	c.nremoved++
 	k := 0
@@ -527,6 +546,12 @@ func (c *core) setState(e *entry, s entryState, deadline time.Time) {
 	e.state, e.deadline = s, deadline
 	e.gen++
 	switch s {
+	case stLeased:
+		c.takeSlot(e)
+	case stReady, stWaiting:
+		c.freeSlot(e)
+	}
+	switch s {
 	case stReady:
 		c.nready++
 		c.ready.push(heapItem{e: e, gen: e.gen})
@@ -542,6 +567,26 @@ func (c *core) setState(e *entry, s entryState, deadline time.Time) {
 		}
 	}
 	c.trimHeaps()
+}
+
+// takeSlot counts e as in flight, if it is not yet. The caller holds mu.
+func (c *core) takeSlot(e *entry) {
+	if !e.slot {
+		e.slot = true
+		c.nslots++
+	}
+}
+
+// freeSlot counts e out of flight, if it was in, and wakes the Waits that
+// the cap held back. The caller holds mu.
+func (c *core) freeSlot(e *entry) {
+	if e.slot {
+		e.slot = false
+		c.nslots--
+		if c.ctl.max > 0 {
+			c.notify()
+		}
+	}
 }
 
 // trimHeaps drops stale heap items when they outnumber the live ones.

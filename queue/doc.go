@@ -37,6 +37,11 @@
 //	                      the first live message, the
 //	                      few after the stored count
 //	Metrics gauges        memory                            0 (Stats reads them)
+//	Pause, MaxInFlight    memory, loaded by Open and set    the control key: each process's
+//	                      by the write: a Receive reads     hint, required unchanged by
+//	                      nothing for them                  every delivering write; under
+//	                                                        a cap it counts the leases, and
+//	                                                        every lease write rewrites it
 //
 // On a shared engine the store is the truth and memory a hint: every write
 // that depends on a read requires, at commit, that what it read is still
@@ -70,6 +75,15 @@
 //			}
 //		}
 //	}
+//
+// Pause stops every delivery of the queue until Resume, durably and in
+// every process; SetMaxInFlight caps the messages leased at once. Both
+// are stored in the queue's control key, and both go through a Writer, so
+// that an Update may enqueue a batch and pause its queue in one write.
+// While a queue is paused, or at its cap, Receive returns nothing (and no
+// error) and ReceiveWait sleeps until a Resume, or an Ack, Release or
+// lapsed lease that makes room, wakes it; everything but delivery goes
+// on (see Pause).
 //
 // On Pebble, consumers see a message only once the commit that wrote it
 // has returned (after its WAL sync, unless the DB is NoSync): Pebble shows
@@ -159,6 +173,8 @@
 //	                                    or 0x02 | the same | uvarint count | uvarint countTo
 //	dead letter  05 | name | asc(seq)   dead header | payload
 //	once key     07 | "queue" | name | key, and 08 or 09 index entries (see package tipkv)
+//	control      0C | name              0x01 | uvarint flags (0x01: paused) | uvarint maxInFlight
+//	                                    or 0x02 | the same | uvarint n | n times uvarint seq | varint lease end
 //
 //	item header  0x01 | uvarint attempts | varint enqueued | varint visible-at
 //	             or 0x04 | uvarint attempts | varint enqueued | varint lease end
@@ -173,7 +189,11 @@
 // headers; a message without headers keeps the tag without 0x10. State tag
 // 0x02 (Pebble) adds count, the number of live messages below countTo;
 // shared engines write tag 0x01. Versions before these tags read a value
-// that has one as corrupt.
+// that has one as corrupt. The control key is absent until the first
+// Pause, Resume or SetMaxInFlight (on a shared engine, or the first
+// delivery, which writes it not paused and uncapped so that the next ones
+// can require it equal); its family came within store format 4,
+// and a release before it ignores the key (see package tipkv, "Stability").
 //
 // Times are Unix nanoseconds, 0 for none. The payload is the value codec's
 // encoding (msgpack by default). Sequence numbers start at 1.
@@ -309,6 +329,29 @@
 //     no more messages than one batch holds (Caps.MaxBatchOps: 128 on
 //     etcd by default). Ack adds a condition per message: acknowledge in
 //     groups that fit.
+//   - Pause, Resume and SetMaxInFlight read the control key and write it,
+//     requiring it unchanged. Each process keeps the bytes it last read
+//     as a hint, and every Receive and Pop requires the key to hold them
+//     at commit: a delivery that raced with another process's Pause fails
+//     there and reads again, and reads nothing for the pause otherwise.
+//     The first delivery of a queue writes the key, not paused, if it is
+//     absent, so that the deliveries after it require it equal (a check
+//     that deliveries pass side by side; on PostgreSQL the condition that
+//     a key is absent is a row each delivery would insert and the others
+//     wait for). Ack, Release, Retry and Extend require it too. A
+//     process whose hint says paused reads the key at each Receive and at
+//     each wake-up of a Wait. A Resume writes the queue-state key again,
+//     unchanged, so that it wakes the Waits of every process as an
+//     enqueue does (and so does a cap raised or removed).
+//   - Under a cap (SetMaxInFlight) the control key also counts the
+//     leases: the sequence number and end of each. Every write that
+//     takes a lease, ends one or moves its end reads the key and writes
+//     it with its change, requiring it unchanged, so the count is exact
+//     whatever the processes do at once; a lease leaves the count
+//     ClockSkew after its end, as its message becomes takeable. The
+//     consumers of a capped queue take turns on that key. Leases taken
+//     before the cap was set are counted from the items by the first
+//     delivery under it (the key has tag 0x01 until then).
 //   - Wait watches the queue's state key (every enqueue writes it) and its
 //     items (Release and Retry write those) where the engine can watch,
 //     and otherwise reads again every Caps.PollInterval; on PostgreSQL

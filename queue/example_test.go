@@ -212,3 +212,56 @@ func ExampleQueue_ReceiveWait() {
 	// upload to a flaky server: done (attempt 2)
 	// stopped
 }
+
+// Pausing a queue: an import enqueues its batch and pauses the queue in
+// one Update, so no consumer starts on half a batch; a consumer asleep in
+// ReceiveWait wakes at the Resume. A cap bounds the messages leased at
+// once, whoever receives them.
+func ExampleQueue_Pause() {
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	jobs, err := queue.Open[string](db, "jobs", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = db.Update(func(b *tipkv.Batch) error {
+		if _, err := jobs.Enqueue(b, "row 1", "row 2", "row 3"); err != nil {
+			return err
+		}
+		return jobs.Pause(b)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	msgs, err := jobs.Receive(10, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("received while paused:", len(msgs))
+
+	if err := jobs.SetMaxInFlight(db, 2); err != nil {
+		log.Fatal(err)
+	}
+	got := make(chan []queue.Message[string])
+	go func() {
+		msgs, err := jobs.ReceiveWait(context.Background(), 10, time.Minute) // sleeps until the Resume
+		if err != nil {
+			log.Fatal(err)
+		}
+		got <- msgs
+	}()
+	if err := jobs.Resume(db); err != nil {
+		log.Fatal(err)
+	}
+	msgs = <-got
+	fmt.Println("received after the resume:", len(msgs), "(the cap)")
+	st := jobs.Stats()
+	fmt.Println("leased:", st.Leased, "max in flight:", st.MaxInFlight, "paused:", st.Paused)
+	// Output:
+	// received while paused: 0
+	// received after the resume: 2 (the cap)
+	// leased: 2 max in flight: 2 paused: false
+}

@@ -15,12 +15,14 @@ import (
 //	item         02 | name | asc(seq)   header + payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	dead letter  05 | name | asc(seq)   header + payload
+//	control      0C | name              0x01 | uvarint flags | uvarint maxInFlight [0x02: | leases]
 type keys struct {
 	itemPrefix []byte // 02 | name
 	itemEnd    []byte // the exclusive end of the queue's items
 	state      []byte // 03 | name
 	deadPrefix []byte // 05 | name
 	deadEnd    []byte
+	control    []byte // 0C | name
 }
 
 func newKeys(name string) keys {
@@ -32,6 +34,7 @@ func newKeys(name string) keys {
 		state:      codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueState), name),
 		deadPrefix: dp,
 		deadEnd:    codec.PrefixEnd(dp),
+		control:    codec.AppendString(codec.AppendFamily(nil, codec.FamilyQueueControl), name),
 	}
 }
 

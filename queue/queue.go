@@ -423,13 +423,19 @@ type Stats struct {
 	// DeadLetters is the number of the queue's dead letters (not counted
 	// in Len; see DeadLetters).
 	DeadLetters int
+	// Paused says the queue delivers nothing until it is resumed (see
+	// Pause).
+	Paused bool
+	// MaxInFlight is the cap on messages leased at once, 0 for none (see
+	// SetMaxInFlight).
+	MaxInFlight int
 }
 
 // Stats returns the queue's counters.
 //
 // On Pebble it reads only memory. On a shared engine (etcd, SQL) it reads
 // the store: the queue-state key, every live message from the head to the
-// tail and the keys of the dead letters (range reads, of about
+// tail, the keys of the dead letters and the control key (range reads, of about
 // n/page-size round trips for n messages), so it costs in proportion to
 // the queue's length; if the read fails it returns the zero Stats
 // (ReadStats returns the error).
@@ -452,7 +458,8 @@ func (q *Queue[T]) ReadStats() (Stats, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := Stats{Head: c.head(), Tail: c.next, Len: c.depth(), Leased: c.nleased, Delayed: c.nwaiting, DeadLetters: int(c.m.dead.Load())}
+	st := Stats{Head: c.head(), Tail: c.next, Len: c.depth(), Leased: c.nleased, Delayed: c.nwaiting, DeadLetters: int(c.m.dead.Load()),
+		Paused: c.ctl.paused, MaxInFlight: c.ctl.max}
 	if c.closed {
 		return st, fmt.Errorf("queue %q: stats: %w", c.name, tipkv.ErrClosed)
 	}

@@ -74,8 +74,10 @@ func decodeMeta(b []byte, seq int64) (tipkv.Metadata, error) {
 // unless the DB is NoSync), so MaxAttempts holds across crashes and, on a
 // shared engine, across processes. A message delivered MaxAttempts times
 // already moves to the dead-letter queue in that write instead of being
-// returned. It returns no messages and no error when nothing is visible;
-// see Wait.
+// returned. It returns no messages and no error when nothing is visible,
+// and while the queue is paused (see Pause); see Wait. Under a cap on
+// messages in flight (SetMaxInFlight) it takes no more than the room
+// left, none at the cap.
 //
 // On Pebble the lease lives in memory and a restart ends it. On a shared
 // engine the write also stores the lease's end in the message, for the
@@ -112,6 +114,8 @@ func (q *Queue[T]) Receive(max int, lease time.Duration) ([]Message[T], error) {
 // MaxAttempts times already move to the dead-letter queue instead, as in
 // Receive. On a shared engine the write requires each message to hold what
 // Pop read, so no two processes pop one message; the loser reads again.
+// While the queue is paused Pop returns nothing; it leases nothing, so the
+// cap of SetMaxInFlight does not hold it back.
 func (q *Queue[T]) Pop(max int) ([]Message[T], error) {
 	if max < 1 {
 		return nil, fmt.Errorf("%w: queue %q: pop %d messages: want max >= 1", tipkv.ErrInvalid, q.c.name, max)
@@ -137,7 +141,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 	}
 	sc := getScratch()
 	defer sc.put()
-	ts, err := c.take(max, now, q.maxAttempts, sc)
+	ts, err := c.take(max, now, q.maxAttempts, !pop, sc)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: %s: %w", c.name, op, err)
 	}
@@ -270,14 +274,33 @@ func (c *core) examine(t *taken, e *entry, v []byte, maxAttempts int) *taken {
 // busy; dead ones come along without counting. Messages whose visible-at
 // time is later than now are set aside as waiting. It reads
 // [head, watermark) only: visible-again messages by key, then fresh ones
-// from the cursor with the watermark as the iterator's upper bound.
-func (c *core) take(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*taken, error) {
+// from the cursor with the watermark as the iterator's upper bound. It
+// takes none while the queue is paused and, for a Receive (lease set), no
+// more than the cap on messages in flight leaves room for; those it takes
+// count as in flight at once.
+func (c *core) take(limit int, now time.Time, maxAttempts int, lease bool, sc *scratch) ([]*taken, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, tipkv.ErrClosed
 	}
 	c.expire(now)
+	if limit = c.room(lease, limit); limit == 0 {
+		return sc.ts[:0], nil
+	}
+	out, err := c.takeLocked(limit, now, maxAttempts, sc)
+	if err == nil && lease {
+		for _, t := range out {
+			if !t.dead {
+				c.takeSlot(t.e)
+			}
+		}
+	}
+	return out, err
+}
+
+// takeLocked is take's work under mu, for limit > 0.
+func (c *core) takeLocked(limit int, now time.Time, maxAttempts int, sc *scratch) ([]*taken, error) {
 	out := sc.ts[:0] // deliver keeps its room for the next call
 	al := allocator{want: limit, takens: sc.takensFor(limit)}
 	fail := func(err error) ([]*taken, error) {

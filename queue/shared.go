@@ -55,6 +55,13 @@ type sharedMem struct {
 	held      map[int64]*held // leases this process holds, by sequence number
 	gaps      []span          // consumed runs above head, sorted, disjoint
 
+	// The control key as this process last read or wrote it
+	// (control_shared.go): a hint, required at commit by deliveries.
+	ctl      control
+	ctlRaw   []byte // its stored bytes; nil: absent
+	ctlKnown bool   // ctl was read
+	maxCap   int    // the largest cap whose counted leases fit a batch
+
 	// Deliveries side by side (shared_claims.go).
 	claimed map[int64]struct{} // items picked by deliveries in flight
 	gen     uint64             // numbers this process's writes to items
@@ -101,8 +108,22 @@ func newSharedMem(caps engine.Caps, s engine.Store) *sharedMem {
 		m.maxValue = min(m.maxValue, caps.MaxValueSize-batchSlack)
 	}
 	m.maxValue = max(m.maxValue, 0)
+	// A capped delivery carries the control key's leases twice (the
+	// condition, the new value): at most a quarter of a batch.
+	m.maxCap = MaxInFlightLimit
+	if caps.MaxBatchBytes > 0 {
+		m.maxCap = min(m.maxCap, (caps.MaxBatchBytes/4-ctlSlack)/queuefmt.MaxLeaseSize)
+	}
+	if caps.MaxValueSize > 0 {
+		m.maxCap = min(m.maxCap, (caps.MaxValueSize-ctlSlack)/queuefmt.MaxLeaseSize)
+	}
+	m.maxCap = max(m.maxCap, 1)
 	return m
 }
+
+// ctlSlack is what a control value holds beside its leases, at most, and
+// some margin.
+const ctlSlack = 64
 
 // batchSlack is what a message's key and header add to it in a batch, at
 // most (a 256-byte name, escaped, a number, a header), and some margin for
@@ -477,6 +498,11 @@ func (c *core) statsShared() (Stats, error) {
 	if st.DeadLetters, err = c.countDead(); err != nil {
 		return Stats{}, err
 	}
+	ct, _, err := c.loadControlShared()
+	if err != nil {
+		return Stats{}, err
+	}
+	st.Paused, st.MaxInFlight = ct.paused, ct.max
 	return st, nil
 }
 

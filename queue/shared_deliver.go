@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/engine"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/queuefmt"
 )
 
 // Deliveries and lease writes on a shared engine (see shared.go).
@@ -43,7 +45,7 @@ var errNothing = errors.New("queue: nothing to deliver")
 // claims. For Peek (maxAttempts 0 and peek set), corrupt items come back
 // with bad set and nothing is dead. The items picked fit in one batch of
 // the engine's limits (at least one is picked, fit or not).
-func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip int) ([]*picked, error) {
+func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip, ctlSize int) ([]*picked, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -51,7 +53,9 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip i
 	defer c.endRead(since)
 	nowNS := now.UnixNano()
 	var out, passed []*picked
-	n, ops, size := 0, 0, 0
+	// The control key goes in the batch too: required, and written again
+	// under a cap (bigger by the leases taken).
+	n, ops, size := 0, 2, 2*ctlSize+limit*queuefmt.MaxLeaseSize
 	// fits adds p's share of the batch, unless it would overflow it: the
 	// condition, the new value or the delete, and for a dead letter both.
 	fits := func(p *picked) bool {
@@ -202,6 +206,8 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 	var ps []*picked
 	var vals []T
 	var deadline time.Time
+	var ctl control   // the control written, if ctlVal
+	var ctlVal []byte // the control key's new bytes, if the write sets it
 	tries := 0
 	err := c.write(c.db, func(tx *link.Tx) error {
 		if tries++; tries > 1 {
@@ -221,16 +227,42 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 				return err
 			}
 		}
-		skip := 0
-		if !pop {
-			// Pop keeps to the head: each popper's messages come in
-			// queue order.
-			skip = c.offset(max)
-		}
-		if ps, err = c.pick(max, now, q.maxAttempts, false, skip); err != nil {
+		// After a failed try, read the control key again: the condition
+		// that failed may be its.
+		ct, ctlRaw, err := c.controlShared(tries > 1)
+		if err != nil {
 			return err
 		}
-		if len(ps) == 0 {
+		if ct.paused {
+			return errNothing
+		}
+		ctlVal = nil
+		limit := max
+		var live []capLease
+		counted := false // the leases were counted from the items by this try
+		if ct.max > 0 && !pop {
+			// Pop leases nothing: it is not capped.
+			if !ct.counted {
+				if err := c.countLeases(&ct, now.UnixNano()); err != nil {
+					return err
+				}
+				counted = true
+			}
+			live = c.sm.liveLeases(ct.leases, now.UnixNano())
+			limit = min(max, ct.max-len(live))
+		}
+		if limit > 0 {
+			skip := 0
+			if !pop {
+				// Pop keeps to the head: each popper's messages come in
+				// queue order.
+				skip = c.offset(limit)
+			}
+			if ps, err = c.pick(limit, now, q.maxAttempts, false, skip, len(ctlRaw)); err != nil {
+				return err
+			}
+		}
+		if len(ps) == 0 && !counted {
 			return errNothing
 		}
 		vals = make([]T, len(ps))
@@ -241,8 +273,48 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 				}
 			}
 		}
+		// A Pause committed by another process since the control was
+		// read fails this write, and so does every other delivery under
+		// a cap, which counts its leases in the control key (and writes
+		// them even when it delivers nothing, once it counted them, so
+		// that the next need not count again).
+		if err := c.requireControl(tx.Batch, ctlRaw); err != nil {
+			return err
+		}
+		switch {
+		case ct.max > 0 && !pop:
+			seqs := make([]int64, 0, len(ps))
+			var add []capLease
+			for _, p := range ps {
+				seqs = append(seqs, p.seq)
+				if !p.dead {
+					add = append(add, capLease{Seq: p.seq, End: deadline.UnixNano()})
+				}
+			}
+			if ctl, ctlVal, err = c.setLeases(tx, ct, withLeases(live, seqs, add)); err != nil {
+				return err
+			}
+		case ctlRaw == nil:
+			// Create the key, so that the next deliveries require it to
+			// be equal: engines check that without the deliveries
+			// excluding each other, while an absent key's condition is a
+			// row inserted for the commit on PostgreSQL, which every
+			// other delivery of the queue would wait for.
+			ctl, ctlVal = ct, appendControl(nil, ct)
+			if err := tx.Batch.Set(c.k.control, ctlVal); err != nil {
+				return err
+			}
+		}
+		if len(ps) == 0 {
+			return nil // only the count
+		}
 		return c.writePicked(tx, ps, now, deadline, pop)
 	})
+	if err == nil && ctlVal != nil {
+		c.mu.Lock()
+		c.sm.ctl, c.sm.ctlRaw, c.sm.ctlKnown = ctl, ctlVal, true
+		c.mu.Unlock()
+	}
 	if errors.Is(err, errNothing) {
 		c.advanceHead()
 		return nil, nil
@@ -306,7 +378,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 // peekShared is Peek on a shared engine.
 func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 	c := q.c
-	ps, err := c.pick(max, now, 0, true, 0)
+	ps, err := c.pick(max, now, 0, true, 0, 0)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q: peek: %w", c.name, err)
 	}
@@ -338,10 +410,14 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 			return err
 		}
 		ss := make([]int64, len(hs))
+		var ct control
 		tx.OnCommit(func() {
 			c.m.acks.Add(uint64(len(hs)))
 			c.dropHeld(hs, ss)
 			c.consumedOwn(ss)
+			if ct.max > 0 {
+				c.notifyLocal() // room under the cap
+			}
 		})
 		tx.OnAbort(func() { c.unclaim(hs) })
 		for i, h := range hs {
@@ -351,9 +427,31 @@ func (c *core) ackShared(w tipkv.Writer, ids []ID) error {
 			ss[i] = h.seq
 		}
 		slices.Sort(ss)
+		if ct, err = c.endLeases(tx, ss); err != nil {
+			return err
+		}
 		var buf []byte
 		return c.deleteRuns(tx.Batch, ss, &buf)
 	})
+}
+
+// endLeases adds to tx what ending the leases on the messages ss (sorted)
+// does to the control key: required unchanged, and under a cap the
+// leases are counted out. It returns the control read.
+func (c *core) endLeases(tx *link.Tx, ss []int64) (control, error) {
+	ct, _, err := c.useControl(tx)
+	if err != nil || ct.max == 0 || !ct.counted {
+		// Not counted yet: the leases are counted from the items, once
+		// this write has ended them or before (then they stay counted
+		// until they end, taking room no process can use meanwhile).
+		return ct, err
+	}
+	now, err := c.now()
+	if err != nil {
+		return ct, err
+	}
+	_, _, err = c.setLeases(tx, ct, withLeases(c.sm.liveLeases(ct.leases, now.UnixNano()), ss, nil))
+	return ct, err
 }
 
 // dropHeld forgets leases whose messages this process's commit consumed:
@@ -386,6 +484,15 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 		hdr.at = unixNano(at)
 		val := itemValue(hdr, lease, payload)
 		if lease {
+			if err := c.moveLease(tx, h.seq, at); err != nil {
+				c.unclaimNow(hs)
+				return err
+			}
+		} else if _, err := c.endLeases(tx, []int64{h.seq}); err != nil {
+			c.unclaimNow(hs)
+			return err
+		}
+		if lease {
 			tx.OnCommit(func() {
 				c.mu.Lock()
 				defer c.mu.Unlock()
@@ -409,6 +516,34 @@ func (c *core) rewriteHeld(id ID, at time.Time, lease bool) error {
 		}
 		return tx.Batch.Set(key, val)
 	})
+}
+
+// moveLease adds to tx what extending the lease on message seq to end at
+// does to the control key: required unchanged, and under a cap the
+// lease's end moved. A lease that ended is counted out already: it takes
+// room again, and at the cap the Extend fails with ErrLeaseLost.
+func (c *core) moveLease(tx *link.Tx, seq int64, at time.Time) error {
+	ct, _, err := c.useControl(tx)
+	if err != nil || ct.max == 0 {
+		return err
+	}
+	now, err := c.now()
+	if err != nil {
+		return err
+	}
+	if !ct.counted {
+		// Count them now: a count made from the items before this write
+		// would keep the lease's old end, and free its room too soon.
+		if err := c.countLeases(&ct, now.UnixNano()); err != nil {
+			return err
+		}
+	}
+	live := c.sm.liveLeases(ct.leases, now.UnixNano())
+	if _, held := slices.BinarySearchFunc(live, seq, func(l capLease, seq int64) int { return cmp.Compare(l.Seq, seq) }); !held && len(live) >= ct.max {
+		return fmt.Errorf("queue %q: message %d: its lease ended and the queue is at its cap of %d in flight: %w", c.name, seq, ct.max, ErrLeaseLost)
+	}
+	_, _, err = c.setLeases(tx, ct, withLeases(live, []int64{seq}, []capLease{{Seq: seq, End: at.UnixNano()}}))
+	return err
 }
 
 // sharedTries bounds the commits of one write of a shared queue on a

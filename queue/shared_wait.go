@@ -62,12 +62,22 @@ func (c *core) waitShared(ctx context.Context) error {
 		if err != nil {
 			return c.waitErr(ctx, err)
 		}
-		next, visible, err := c.nextVisible(now)
+		// Paused: sleep until a change, without reading the items (a
+		// Resume writes the state key, which wakes this Wait). At the
+		// cap: until a change, or the earliest lease counted lapses.
+		ct, _, err := c.controlShared(false)
 		if err != nil {
 			return c.waitErr(ctx, err)
 		}
-		if visible {
-			return nil
+		next, full := c.capFull(ct, now)
+		if !ct.paused && !full {
+			visible := false
+			if next, visible, err = c.nextVisible(now); err != nil {
+				return c.waitErr(ctx, err)
+			}
+			if visible {
+				return nil
+			}
 		}
 		var tc <-chan time.Time
 		if next > 0 {
@@ -109,6 +119,25 @@ func (c *core) waitShared(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// capFull reports whether the leases that ct counts fill its cap at now,
+// and then the earliest time, in Unix ns, that one of them lapses. A cap
+// whose leases are not counted yet is not full: the next Receive counts
+// them.
+func (c *core) capFull(ct control, now time.Time) (int64, bool) {
+	if ct.max == 0 || !ct.counted {
+		return 0, false
+	}
+	live := c.sm.liveLeases(ct.leases, now.UnixNano())
+	if len(live) < ct.max {
+		return 0, false
+	}
+	next := int64(math.MaxInt64)
+	for _, l := range live {
+		next = min(next, c.sm.visibleAt(header{at: l.End}, true))
+	}
+	return next, true
 }
 
 // waitErr wraps an error of Wait's reads, or returns ctx's error if ctx

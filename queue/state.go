@@ -12,7 +12,8 @@ import (
 // link.Registry. (It is not the shared-engine mode: "shared" in this
 // package means only that, Caps.Shared, as in shared_*.go.)
 type dbQueues struct {
-	// stateMu orders the writes of queue-state keys. A Tx that writes one
+	// stateMu orders the writes of queue-state and control keys (Pebble;
+	// both the same way, in one txState per Tx). A Tx that writes one
 	// takes stateMu in its OnPrepare hook, computes the values there, and
 	// holds it until its batch is applied (or will not be): state values
 	// are applied in the order they were computed, so a batch prepared
@@ -45,12 +46,13 @@ type dbQueuesKey struct{}
 // with its hooks bound to it once, so that a write that carries a state
 // allocates nothing for it.
 type txState struct {
-	dq     *dbQueues // nil until the hooks are registered
-	tx     *link.Tx
-	writes []stateWrite // one per queue, in order of first use
-	one    [1]stateWrite
-	buf    [1 + 4*binary.MaxVarintLen64]byte
-	locked bool // dq.stateMu is held
+	dq       *dbQueues // nil until the hooks are registered
+	tx       *link.Tx
+	writes   []stateWrite // one per queue, in order of first use
+	one      [1]stateWrite
+	controls []controlWrite // one per queue whose control key tx writes
+	buf      [1 + 4*binary.MaxVarintLen64]byte
+	locked   bool // dq.stateMu is held
 
 	// The hooks, bound once when the txState is made.
 	prepareFn func() error
@@ -88,13 +90,7 @@ type stateWrite struct {
 // aborted: it must not change it meanwhile.
 func (c *core) writeState(tx *link.Tx, es []*entry) {
 	// (Allocations matter here: an Ack of one message runs this.)
-	ts := tx.State(txStateKey{}, newTxState).(*txState)
-	if ts.dq == nil {
-		ts.dq, ts.tx, ts.writes = c.dq, tx, ts.one[:0]
-		tx.OnPrepare(ts.prepareFn)
-		tx.OnApplied(ts.appliedFn)
-		tx.OnAbort(ts.abortFn)
-	}
+	ts := c.txState(tx)
 	for i := range ts.writes {
 		if w := &ts.writes[i]; w.c == c {
 			w.consumed = append(w.consumed, es...)
@@ -104,8 +100,21 @@ func (c *core) writeState(tx *link.Tx, es []*entry) {
 	ts.writes = append(ts.writes, stateWrite{c: c, consumed: es})
 }
 
-// prepare takes the state lock and adds the state values to the batch.
-// If it fails, the Tx aborts and aborted runs.
+// txState returns tx's queue-state writes, registering their hooks on
+// first use.
+func (c *core) txState(tx *link.Tx) *txState {
+	ts := tx.State(txStateKey{}, newTxState).(*txState)
+	if ts.dq == nil {
+		ts.dq, ts.tx, ts.writes = c.dq, tx, ts.one[:0]
+		tx.OnPrepare(ts.prepareFn)
+		tx.OnApplied(ts.appliedFn)
+		tx.OnAbort(ts.abortFn)
+	}
+	return ts
+}
+
+// prepare takes the state lock and adds the state and control values to
+// the batch. If it fails, the Tx aborts and aborted runs.
 func (ts *txState) prepare() error {
 	ts.dq.stateMu.Lock()
 	ts.locked = true
@@ -117,15 +126,32 @@ func (ts *txState) prepare() error {
 			return err
 		}
 	}
+	for i := range ts.controls {
+		w := &ts.controls[i]
+		w.c.mu.Lock()
+		w.ct = w.c.ctl
+		w.c.mu.Unlock()
+		for _, change := range w.changes {
+			change(&w.ct)
+		}
+		if err := ts.tx.Batch.Set(w.c.k.control, appendControl(ts.buf[:0], w.ct)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// applied records the values as the queues' newest stored state, releases
-// the lock and recycles ts: the Tx runs none of its hooks after this.
+// applied records the values as the queues' newest stored state and
+// control, releases the lock and recycles ts: the Tx runs none of its
+// hooks after this.
 func (ts *txState) applied() {
 	for i := range ts.writes {
 		w := &ts.writes[i]
 		w.c.stored(w.st, w.enq)
+	}
+	for i := range ts.controls {
+		w := &ts.controls[i]
+		w.c.setCtl(w.ct)
 	}
 	ts.unlock()
 	ts.recycle()
@@ -153,7 +179,7 @@ func (ts *txState) recycle() {
 		ts.writes = nil
 	}
 	clear(ts.writes[:cap(ts.writes)])
-	ts.dq, ts.tx, ts.writes = nil, nil, ts.writes[:0]
+	ts.dq, ts.tx, ts.writes, ts.controls = nil, nil, ts.writes[:0], nil
 	txStates.Put(ts)
 }
 

@@ -10,16 +10,21 @@ import (
 	"github.com/tipkv/tipkv/internal/link"
 )
 
-// Wait blocks until a message is visible, then returns nil; Receive may
-// still find nothing if another consumer is faster. It returns ctx.Err()
-// when ctx ends first, and an error matching tipkv.ErrClosed when the DB
-// closes. ReceiveWait does both in one call.
+// Wait blocks until a message is visible and Receive may take it, then
+// returns nil; Receive may still find nothing if another consumer is
+// faster. While the queue is paused it blocks until a Resume (and a
+// visible message), and while the queue is at its cap on messages in
+// flight (SetMaxInFlight), until an Ack, Release, Retry or lapsed lease
+// makes room. It returns ctx.Err() when ctx ends first, and an error
+// matching tipkv.ErrClosed when the DB closes. ReceiveWait does both in
+// one call.
 //
 // On Pebble, Wait does not poll. It sleeps on an in-process notification
 // that commits fire once they have returned (enqueues in this process,
 // releases, failed writes that make messages visible again), and on a
-// timer set to the earliest moment a lease or a delay ends. A DB belongs
-// to one process, so every enqueue comes through this notification.
+// timer set to the earliest moment a lease or a delay ends (none while
+// paused: a Resume notifies). A DB belongs to one process, so every
+// enqueue, pause and resume comes through this notification.
 //
 // On a shared engine, Wait reads the queue from its head and sleeps until
 // the engine reports a change to the queue's state key (every enqueue
@@ -139,10 +144,16 @@ func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 		return nil, 0, time.Time{}, err
 	}
 	c.expire(now)
-	if c.nready > 0 {
+	if c.ctl.paused {
+		// Nothing to wait for but a Resume, which notifies.
+		c.sleepers++
+		return c.changedLocked(), 0, now, nil
+	}
+	full := c.room(true, 1) == 0 // the cap holds Receive back
+	if c.nready > 0 && !full {
 		return nil, 0, now, nil
 	}
-	if c.fresh > 0 {
+	if c.fresh > 0 && !full {
 		ok, err := c.freshVisible(now)
 		if err != nil || ok {
 			return nil, 0, now, err

@@ -20,6 +20,7 @@ package tipkvtest
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -142,7 +143,7 @@ func Run(t *testing.T, h Harness) {
 		{"Follow", followCases()},
 		{"Groups", groupCases()},
 		{"Members", memberCases()},
-		{"Queues", append(queueCases(), queueConcurrencyCases()...)},
+		{"Queues", slices.Concat(queueCases(), queueConcurrencyCases(), queueControlCases())},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},
 		{"Once", onceCases()},

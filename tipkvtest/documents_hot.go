@@ -30,7 +30,7 @@ func canLock(t *testing.T, db *tipkv.DB) bool {
 	if !holds {
 		return false
 	}
-	unlock, _, err := lk.Lock(context.Background(), [][]byte{[]byte("\x0cprobe")})
+	unlock, _, err := lk.Lock(context.Background(), [][]byte{[]byte("\x0dprobe")})
 	if errors.Is(err, errors.ErrUnsupported) {
 		return false
 	}

@@ -272,6 +272,16 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		if st.Head > st.Tail {
 			ck.add("queue", k, "head %d is past tail %d", st.Head, st.Tail)
 		}
+	case codec.FamilyQueueControl:
+		if name == "" {
+			ck.add("key", k, "empty queue name")
+		}
+		if len(rest) != 0 {
+			ck.add("key", k, "%d bytes after the queue name", len(rest))
+		}
+		if _, err := queuefmt.ParseControl(v); err != nil {
+			ck.add("value", k, "queue control: %v", err)
+		}
 	case codec.FamilyQueueItems, codec.FamilyDeadLetters:
 		ck.rep.Messages++
 		seq, ok := ck.numbered(k, name, rest, "sequence number", true)

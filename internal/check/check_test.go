@@ -57,7 +57,8 @@ func store(t *testing.T) (engine.Store, func(kv ...[]byte)) {
 		codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 5), []byte{}, // a purge horizon
 		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{At: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), 0x01), // leased on a shared engine, with headers
 		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 2, CountTo: 5}),
-		qkey(0x05, "q", 2), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 0x01))
+		qkey(0x05, "q", 2), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 0x01),
+		codec.AppendString([]byte{0x0c}, "q"), queuefmt.AppendControl(nil, queuefmt.Control{Paused: true, MaxInFlight: 2}))
 	return s, set
 }
 
@@ -83,7 +84,9 @@ func TestProblems(t *testing.T) {
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
 		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
-		{"an unknown family", [][]byte{{0x0c, 0x01}, {0x01}}, "key", "unknown family 0x0c"},
+		{"an unknown family", [][]byte{{0x0d, 0x01}, {0x01}}, "key", "unknown family 0x0d"},
+		{"a control value with an unknown flag", [][]byte{codec.AppendString([]byte{0x0c}, "q"), {0x01, 0x04, 0x00}}, "value", "queue control: "},
+		{"a control key with bytes after the name", [][]byte{codec.AppendAsc(codec.AppendString([]byte{0x0c}, "q"), 1), queuefmt.AppendControl(nil, queuefmt.Control{})}, "key", "8 bytes after the queue name"},
 		{"the last reserved family", [][]byte{{0xfe}, {0x01}}, "key", "unknown family 0xfe"},
 		{"family 0xff, never one", [][]byte{append(bytes.Repeat([]byte{0xff}, 63), 0x01), {0x01}}, "key", "unknown family 0xff"},
 		{"a bad name segment", [][]byte{{0x01, 'c'}, {0x01}}, "key", "bad collection segment"},

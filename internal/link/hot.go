@@ -132,7 +132,7 @@ func describeKey(k []byte) string {
 		return name("document", 2)
 	case codec.FamilyFeed:
 		return name("stream", 1)
-	case codec.FamilyQueueItems, codec.FamilyQueueState, codec.FamilyDeadLetters:
+	case codec.FamilyQueueItems, codec.FamilyQueueState, codec.FamilyDeadLetters, codec.FamilyQueueControl:
 		return name("queue", 1)
 	case codec.FamilyFeedCursors:
 		return name("stream cursor", 2)

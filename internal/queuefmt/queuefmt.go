@@ -12,6 +12,8 @@
 //	with metadata                       tag|0x20 | the same fields | [headers] | uvarint len | metadata | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
+//	control      0C | name              0x01 | uvarint flags | uvarint maxInFlight
+//	counted      0C | name              0x02 | the same | uvarint n | n times: uvarint seq | varint end
 //
 // Times are Unix nanoseconds, 0 for none. For an item, at is when it becomes
 // visible (0: at once); for a leased item, when its lease ends; for a dead
@@ -39,6 +41,22 @@
 // that predates tags 0x02 (state) and 0x1x (items) takes such values for
 // corrupt.
 //
+// The control key (family 0x0C) holds what a queue's owner set about its
+// deliveries: flag 0x01 pauses it, and maxInFlight, when not 0, caps the
+// messages leased at once. Other flags are reserved: a value with one is
+// corrupt to this version. The key is absent until the first Pause,
+// Resume or SetMaxInFlight (on a shared engine, or the queue's first
+// delivery, which writes it with no flag and no cap); its family came
+// within store format 4, and a
+// release before it ignores the key (it delivers from a paused queue) and
+// reports it as a key of an unknown family. A capped queue on a shared
+// engine counts its leases in the key (tag 0x02, written by every write
+// that takes, ends or moves a lease there): the sequence number and lease
+// end (Unix ns) of every message leased, in increasing order of sequence
+// number, some of them maybe ended already. Tag 0x01 with a cap on a
+// shared engine means the leases are not counted yet. Pebble counts
+// leases in memory and writes tag 0x01 only.
+//
 // Leased items are written only on shared engines (Caps.Shared), where a
 // lease must live in the store for the other processes to see it; on an
 // exclusive engine leases live in memory and every item has tag 0x01. A
@@ -61,6 +79,8 @@ const (
 	LeasedFormat  = 0x04 // a message in the queue, leased until at (shared engines)
 	StateFormat   = 0x01 // the queue-state key
 	CountedFormat = 0x02 // the queue-state key with a count of live messages
+	ControlFormat = 0x01 // the queue-control key
+	CountedLeases = 0x02 // the queue-control key with the leases it counts
 
 	// HeadersFlag is or-ed into an item, leased item or dead letter tag
 	// whose value carries headers.
@@ -291,4 +311,98 @@ func ParseState(v []byte) (State, error) {
 		}
 	}
 	return s, nil
+}
+
+// PausedFlag is the flag of a paused queue in its control value.
+const PausedFlag = 0x01
+
+// MaxInFlight bounds a control value's maxInFlight, and the leases it
+// counts.
+const MaxInFlight = 1 << 12
+
+// MaxLeaseSize is the most bytes one counted lease takes in a control
+// value.
+const MaxLeaseSize = 2 * binary.MaxVarintLen64
+
+// Control is what the queue-control key holds: whether deliveries are
+// paused, the most messages leased at once (0: no cap) and, if Counted,
+// the leases counted against the cap.
+type Control struct {
+	Paused      bool
+	MaxInFlight int
+	Counted     bool
+	Leases      []Lease // by Seq, increasing
+}
+
+// Lease is a message leased, as the control key counts it: until End,
+// in Unix ns.
+type Lease struct{ Seq, End int64 }
+
+// AppendControl appends the encoding of c to dst: tag CountedLeases if c
+// is Counted, ControlFormat if not.
+func AppendControl(dst []byte, c Control) []byte {
+	var flags uint64
+	if c.Paused {
+		flags |= PausedFlag
+	}
+	tag := byte(ControlFormat)
+	if c.Counted {
+		tag = CountedLeases
+	}
+	dst = append(dst, tag)
+	dst = binary.AppendUvarint(dst, flags)
+	dst = binary.AppendUvarint(dst, uint64(c.MaxInFlight))
+	if c.Counted {
+		dst = binary.AppendUvarint(dst, uint64(len(c.Leases)))
+		for _, l := range c.Leases {
+			dst = binary.AppendUvarint(dst, uint64(l.Seq))
+			dst = binary.AppendVarint(dst, l.End)
+		}
+	}
+	return dst
+}
+
+// ParseControl decodes a queue-control value.
+func ParseControl(v []byte) (Control, error) {
+	if len(v) == 0 || (v[0] != ControlFormat && v[0] != CountedLeases) {
+		return Control{}, fmt.Errorf("%w: queue control does not start with tag 0x%02x or 0x%02x", codec.ErrCorrupt, ControlFormat, CountedLeases)
+	}
+	c := Control{Counted: v[0] == CountedLeases}
+	flags, w := binary.Uvarint(v[1:])
+	if w <= 0 || flags&^PausedFlag != 0 {
+		return Control{}, fmt.Errorf("%w: queue control: bad flags", codec.ErrCorrupt)
+	}
+	c.Paused = flags&PausedFlag != 0
+	rest := v[1+w:]
+	n, w := binary.Uvarint(rest)
+	if w <= 0 || n > MaxInFlight || (!c.Counted && w != len(rest)) {
+		return Control{}, fmt.Errorf("%w: queue control: bad max in flight", codec.ErrCorrupt)
+	}
+	c.MaxInFlight, rest = int(n), rest[w:]
+	if !c.Counted {
+		return c, nil
+	}
+	n, w = binary.Uvarint(rest)
+	if w <= 0 || n > MaxInFlight || n > uint64(len(rest)-w)/2 {
+		return Control{}, fmt.Errorf("%w: queue control: bad count of leases", codec.ErrCorrupt)
+	}
+	rest = rest[w:]
+	if n > 0 {
+		c.Leases = make([]Lease, n)
+	}
+	for i := range c.Leases {
+		seq, w := binary.Uvarint(rest)
+		if w <= 0 || seq < 1 || seq > MaxSeq || (i > 0 && int64(seq) <= c.Leases[i-1].Seq) {
+			return Control{}, fmt.Errorf("%w: queue control: bad lease %d", codec.ErrCorrupt, i)
+		}
+		end, w2 := binary.Varint(rest[w:])
+		if w2 <= 0 {
+			return Control{}, fmt.Errorf("%w: queue control: bad end of lease %d", codec.ErrCorrupt, i)
+		}
+		c.Leases[i], rest = Lease{Seq: int64(seq), End: end}, rest[w+w2:]
+	}
+	if len(rest) != 0 {
+		return Control{}, fmt.Errorf("%w: queue control: %d bytes after the leases", codec.ErrCorrupt, len(rest))
+	}
+	return c, nil
 }

@@ -38,6 +38,23 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("state %+v %v", gs, err)
 		}
 	}
+	for _, c := range []queuefmt.Control{{}, {Paused: true}, {MaxInFlight: 5}, {Paused: true, MaxInFlight: queuefmt.MaxInFlight},
+		{MaxInFlight: 2, Counted: true}, {Paused: true, MaxInFlight: 1, Counted: true, Leases: []queuefmt.Lease{{Seq: 3, End: 1700000000000000000}, {Seq: 9, End: -1}}}} {
+		gc, err := queuefmt.ParseControl(queuefmt.AppendControl(nil, c))
+		if err != nil || !reflect.DeepEqual(gc, c) {
+			t.Fatalf("control %+v: %+v %v", c, gc, err)
+		}
+	}
+	// An unknown tag or flag, a cap past the bound, a byte after the
+	// value, a value cut short, leases out of order, twice or at 0 are
+	// corrupt.
+	for _, v := range [][]byte{{0x01, 0x02, 0x00}, {0x01, 0x00, 0x81, 0x80, 0x08}, {0x01, 0x01, 0x00, 0x00}, {0x01, 0x01}, {0x03, 0x00, 0x00},
+		{0x02, 0x00, 0x01}, {0x02, 0x00, 0x01, 0x01, 0x03}, {0x02, 0x00, 0x01, 0x01, 0x03, 0x00, 0x00},
+		{0x02, 0x00, 0x02, 0x02, 0x03, 0x00, 0x02, 0x00}, {0x02, 0x00, 0x02, 0x02, 0x03, 0x00, 0x03, 0x00}, {0x02, 0x00, 0x02, 0x01, 0x00, 0x00}} {
+		if _, err := queuefmt.ParseControl(v); !errors.Is(err, codec.ErrCorrupt) {
+			t.Fatalf("control % x: %v", v, err)
+		}
+	}
 	// A count that ends past the tail is corrupt.
 	bad := queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 2, Counted: true, CountTo: 3})
 	if _, err := queuefmt.ParseState(bad); !errors.Is(err, codec.ErrCorrupt) {
@@ -134,7 +151,18 @@ func FuzzParse(f *testing.F) {
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Meta: []byte("m")}))
 	f.Add([]byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
+	f.Add(queuefmt.AppendControl(nil, queuefmt.Control{Paused: true, MaxInFlight: 3}))
+	f.Add(queuefmt.AppendControl(nil, queuefmt.Control{MaxInFlight: 3, Counted: true, Leases: []queuefmt.Lease{{Seq: 1, End: 5}, {Seq: 2, End: 6}}}))
 	f.Fuzz(func(t *testing.T, v []byte) {
+		if c, err := queuefmt.ParseControl(v); err != nil {
+			if !errors.Is(err, codec.ErrCorrupt) {
+				t.Fatalf("error %v does not match ErrCorrupt", err)
+			}
+		} else if c.MaxInFlight < 0 || c.MaxInFlight > queuefmt.MaxInFlight {
+			t.Fatalf("%x: control %+v out of range", v, c)
+		} else if c2, err := queuefmt.ParseControl(queuefmt.AppendControl(nil, c)); err != nil || !reflect.DeepEqual(c2, c) {
+			t.Fatalf("%x: control %+v does not round trip", v, c)
+		}
 		for _, tag := range []byte{queuefmt.ItemFormat, queuefmt.DeadFormat, queuefmt.LeasedFormat} {
 			h, rest, err := queuefmt.ParseHeader(v, tag)
 			if err != nil {
