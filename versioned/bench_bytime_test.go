@@ -63,16 +63,23 @@ func BenchmarkAsOfTime(b *testing.B) {
 	}
 }
 
+// clockedCollection opens a DB on disk, NoSync, whose clock reads *now,
+// and the raw collection the benchmarks of this file write.
+func clockedCollection(b *testing.B, now *time.Time) (*tipkv.DB, *versioned.Collection[[]byte]) {
+	db, err := tipkv.Open(filepath.Join(b.TempDir(), "db"), &tipkv.Options{NoSync: true, Clock: func() time.Time { return *now }})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = db.Close() })
+	c, err := versioned.NewCollection(db, vbColl, &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	require.NoError(b, err)
+	return db, c
+}
+
 // timedHistory writes n versions of "doc", one a second from the time it
 // returns, into a DB on disk, and compacts it.
 func timedHistory(b *testing.B, n int) (*versioned.Collection[[]byte], time.Time) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := t0
-	db, err := tipkv.Open(filepath.Join(b.TempDir(), "db"), &tipkv.Options{NoSync: true, Clock: func() time.Time { return now }})
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = db.Close() })
-	c, err := versioned.NewCollection(db, vbColl, &versioned.Options[[]byte]{Codec: codec.Raw{}})
-	require.NoError(b, err)
+	db, c := clockedCollection(b, &now)
 	val := make([]byte, vbValueSize)
 	for i := range n {
 		now = t0.Add(time.Duration(i) * time.Second)
@@ -133,11 +140,7 @@ func BenchmarkRewind(b *testing.B) {
 	}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := t0
-	db, err := tipkv.Open(filepath.Join(b.TempDir(), "db"), &tipkv.Options{NoSync: true, Clock: func() time.Time { return now }})
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = db.Close() })
-	c, err := versioned.NewCollection(db, vbColl, &versioned.Options[[]byte]{Codec: codec.Raw{}})
-	require.NoError(b, err)
+	db, c := clockedCollection(b, &now)
 	val := make([]byte, vbValueSize)
 	write := func(from, step int) {
 		for i := from; i < docs; i += 1000 * step {
