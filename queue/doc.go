@@ -282,6 +282,11 @@
 //     (or to be absent, for a new queue). Two enqueues that read the same
 //     tail cannot both commit; the loser reads again (inside an Update,
 //     its function runs again). Numbers are dense and in commit order.
+//     A process that enqueued last requires the bytes it wrote instead of
+//     reading them again (the tail hint: one round trip less); a hint
+//     that another process made stale fails the commit like a stale read,
+//     and the next allocations read first: twice as many after each miss
+//     in a row (up to 256), half as many after each hit.
 //   - Receive writes each message it delivers as a leased item (its
 //     attempts one higher, the lease's end in its header), Pop deletes it,
 //     a move to the dead letters does both, each requiring the item to

@@ -54,6 +54,7 @@ type sharedMem struct {
 	advancing bool            // an advanceHead is under way
 	held      map[int64]*held // leases this process holds, by sequence number
 	gaps      []span          // consumed runs above head, sorted, disjoint
+	hint      stateHint       // the state key as last committed (shared_tail.go)
 
 	// The control key as this process last read or wrote it
 	// (control_shared.go): a hint, required at commit by deliveries.
@@ -152,14 +153,24 @@ type sharedAlloc struct {
 	tx     *link.Tx
 	st     state
 	loaded bool
+	hinted bool // st came from the tail hint (shared_tail.go), not a read
 }
 
 // allocShared takes n sequence numbers for tx in a shared queue. The first
-// call in a Tx reads the state key and adds the condition that it holds
-// what was read; the state key is written once, when the Tx prepares.
+// call in a Tx reads the state key, or takes the tail hint instead
+// (shared_tail.go), and adds the condition that the key holds what was
+// read; the state key is written once, when the Tx prepares.
 func (c *core) allocShared(tx *link.Tx, n int) (int64, error) {
 	a := tx.State(sharedAllocKey{c}, func() any { return &sharedAlloc{c: c, tx: tx} }).(*sharedAlloc)
 	if !a.loaded {
+		if raw, st, ok := c.takeStateHint(); ok {
+			if err := tx.Batch.Require(engine.Equals(c.k.state, raw)); err != nil {
+				return 0, err
+			}
+			a.st, a.hinted = st, true
+			tx.OnAbort(c.missedStateHint)
+			return a.loadedThen(n)
+		}
 		v, err := c.store.Get(c.k.state)
 		switch {
 		case err == nil:
@@ -183,10 +194,23 @@ func (c *core) allocShared(tx *link.Tx, n int) (int64, error) {
 		default:
 			return 0, err
 		}
-		a.loaded = true
-		c.sawStoredHead(a.st.head)
-		tx.OnPrepare(a.prepare)
+		return a.loadedThen(n)
 	}
+	return a.take(n)
+}
+
+// loadedThen finishes the first allocation of a Tx, whose state a holds:
+// the state key is written when the Tx prepares.
+func (a *sharedAlloc) loadedThen(n int) (int64, error) {
+	a.loaded = true
+	a.c.sawStoredHead(a.st.head)
+	a.tx.OnPrepare(a.prepare)
+	return a.take(n)
+}
+
+// take takes n sequence numbers from the tail a holds.
+func (a *sharedAlloc) take(n int) (int64, error) {
+	c := a.c
 	if a.st.tail+int64(n) >= maxSeq {
 		return 0, fmt.Errorf("%w: queue %q: sequence numbers exhausted", tipkv.ErrInvalid, c.name)
 	}
@@ -200,7 +224,10 @@ func (c *core) allocShared(tx *link.Tx, n int) (int64, error) {
 func (a *sharedAlloc) prepare() error {
 	st := a.st
 	st.head = min(max(st.head, a.c.headHint()), st.tail)
-	return a.tx.Batch.Set(a.c.k.state, appendState(nil, st))
+	raw := appendState(nil, st)
+	hit := a.hinted
+	a.tx.OnCommit(func() { a.c.keepStateHint(raw, st, hit) })
+	return a.tx.Batch.Set(a.c.k.state, raw)
 }
 
 // tailFromKeys is the first sequence number of a queue whose state key is
@@ -424,11 +451,14 @@ func (c *core) advanceHead() {
 	}
 	b := c.store.NewBatch()
 	defer b.Close()
-	if b.Require(engine.Equals(c.k.state, v)) != nil || b.Set(c.k.state, appendState(nil, state{head: head, tail: st.tail})) != nil {
+	next := state{head: head, tail: st.tail}
+	raw := appendState(nil, next)
+	if b.Require(engine.Equals(c.k.state, v)) != nil || b.Set(c.k.state, raw) != nil {
 		return
 	}
 	if b.Apply(false) == nil && b.Wait() == nil {
 		c.sawStoredHead(head)
+		c.keepStateHint(raw, next, false)
 	}
 }
 

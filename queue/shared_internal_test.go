@@ -168,3 +168,67 @@ func TestSharedBatchLimits(t *testing.T) {
 	}
 	require.Equal(t, 50-len(ids)-len(ms)+1, popAll2(), "every message, the large one too")
 }
+
+// getStore counts the point reads of one key.
+type getStore struct {
+	engine.Store
+	key  []byte
+	gets int
+}
+
+func (s *getStore) Get(k []byte) ([]byte, error) {
+	if bytes.Equal(k, s.key) {
+		s.gets++
+	}
+	return s.Store.Get(k)
+}
+
+// A process that enqueues again requires the state key it wrote last
+// instead of reading it: a lone producer reads it once.
+func TestSharedEnqueueTakesTheTailHint(t *testing.T) {
+	dbs := openShared(t, 1)
+	q, err := Open[int](dbs[0], "q", nil)
+	require.NoError(t, err)
+	counter := &getStore{Store: q.c.store, key: q.c.k.state}
+	q.c.store = counter
+	for i := range 50 {
+		first, err := q.Enqueue(dbs[0], i, i)
+		require.NoError(t, err)
+		require.Equal(t, int64(2*i+1), first)
+	}
+	require.LessOrEqual(t, counter.gets, 1, "the state key is read once, then hinted")
+}
+
+// Two processes that take turns make each other's hints stale: every
+// number is still taken once, and each producer soon reads first (the skip
+// doubles with each miss in a row) instead of failing a commit per enqueue.
+func TestSharedTailHintStaleAcrossProcesses(t *testing.T) {
+	dbs := openShared(t, 2)
+	a, err := Open[int](dbs[0], "q", nil)
+	require.NoError(t, err)
+	b, err := Open[int](dbs[1], "q", nil)
+	require.NoError(t, err)
+	seen := map[int64]bool{}
+	const rounds = 300
+	for i := range rounds {
+		for j, q := range []*Queue[int]{a, b} {
+			first, err := q.Enqueue(dbs[j], i)
+			require.NoError(t, err)
+			require.False(t, seen[first], "number %d taken twice", first)
+			seen[first] = true
+		}
+	}
+	for n := int64(1); n <= 2*rounds; n++ {
+		require.True(t, seen[n], "number %d never taken", n)
+	}
+	for _, q := range []*Queue[int]{a, b} {
+		q.c.mu.Lock()
+		after, misses := q.c.sm.hint.after, q.c.sm.hint.misses
+		q.c.mu.Unlock()
+		require.Equal(t, maxHintSkip, after, "misses in a row double the reads before the next hint")
+		require.LessOrEqual(t, misses, 10, "each miss makes twice as many enqueues read first")
+	}
+	ms, err := a.Pop(2 * rounds)
+	require.NoError(t, err)
+	require.Len(t, ms, 2*rounds)
+}
