@@ -35,7 +35,7 @@ type config struct {
 	Quick bool
 	Out   string // where the PNG charts go
 	Tmp   string // parent of the data directories
-	Only  string // comma-separated sections to run: versions, queues, kv, feeds, unique
+	Only  string // comma-separated sections to run: versions, queues, kv, feeds, unique, rewind
 	Keep  bool   // keep the data directories
 
 	MissFilter bool // tipkv's collection keeps versioned.Options.MissFilter
@@ -187,7 +187,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes: checks that the command works, in well under a minute")
 	out := flag.String("out", "../docs", "directory for the PNG charts")
 	tmp := flag.String("tmp", "", "parent directory for the data sets (default: the system temp dir)")
-	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds,unique (default: all)")
+	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds,unique,rewind (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
 	kvKeys := flag.Int("kvkeys", 0, "keys with 10 versions each in the kv section (default 100,000; quick 1,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
@@ -343,6 +343,15 @@ func run(cfg config, w io.Writer) error {
 		res, err := runUnique(cfg, dir)
 		if err != nil {
 			return fmt.Errorf("unique: %w", err)
+		}
+		res.table.loadNote(load0)
+		res.table.write(w)
+	}
+	if want("rewind") {
+		load0 := loadAvg()
+		res, err := runRewind(cfg, dir)
+		if err != nil {
+			return fmt.Errorf("rewind: %w", err)
 		}
 		res.table.loadNote(load0)
 		res.table.write(w)
