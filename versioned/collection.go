@@ -102,6 +102,24 @@ type Options[T any] struct {
 	// (etcd, PostgreSQL: tipkv's storage Caps.Shared) other processes
 	// create documents this DB never sees, so it does nothing there.
 	MissFilter bool
+
+	// ValueCache, when above zero, keeps the latest decoded version of the
+	// collection's most read documents in memory, up to about this many
+	// bytes, so that Latest of such a document is a lookup: no read of
+	// the store and no decoding. An entry costs the stored value's size
+	// (the encoded document and its header) plus its key plus about 160
+	// bytes; the cache keeps two generations and drops the older when the
+	// newer fills half of it.
+	//
+	// Latest returns the cached Doc itself: its Value is shared with every
+	// other Latest that hits the entry, so a caller must not modify what
+	// it holds (a []byte, a map, a slice field, what a pointer points
+	// to). It is filled by Latest and never serves a version that is not
+	// the document's latest at the call (see the package doc, "Value
+	// cache"). Each handle keeps its own. On a shared engine (etcd,
+	// PostgreSQL) other processes write documents this DB never sees, so
+	// it does nothing there. The default is 0: none.
+	ValueCache int64
 }
 
 // Collection is a named set of documents of type T, each a history of
@@ -127,9 +145,10 @@ type Collection[T any] struct {
 	fm     docfmt.Rules // how stored values read: the store's format (an older one only on a ReadOnly DB not yet upgraded)
 	meters *collMeters
 
-	filter  *filterSlot // Options.MissFilter (see filter.go), or nil
-	scratch sync.Pool   // of *T, to decode point reads into
-	puts    sync.Pool   // of *putOp[T]
+	filter  *filterSlot    // Options.MissFilter (see filter.go), or nil
+	values  *valueCache[T] // Options.ValueCache (see valuecache.go), or nil
+	scratch sync.Pool      // of *T, to decode point reads into
+	puts    sync.Pool      // of *putOp[T]
 }
 
 // NewCollection returns a handle on the collection called name in db. The
@@ -157,8 +176,14 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		if opts.TTL < 0 {
 			return nil, fmt.Errorf("%w: collection %q: TTL %v", tipkv.ErrInvalid, name, opts.TTL)
 		}
+		if opts.ValueCache < 0 {
+			return nil, fmt.Errorf("%w: collection %q: ValueCache %d", tipkv.ErrInvalid, name, opts.ValueCache)
+		}
 		c.codec, c.keep, c.ttl = opts.Codec, int64(opts.KeepVersions), opts.TTL
 		w.grow(opts.CacheEntries)
+		if opts.ValueCache > 0 && !c.shared {
+			c.values = newValueCache[T](opts.ValueCache)
+		}
 	}
 	if c.codec == nil {
 		c.codec = codec.Msgpack[T]{IgnoreJSONTags: w.ln.LegacyNames}

@@ -123,6 +123,20 @@
 // for a limited scan), so that on etcd or SQL it is one request. Reads in
 // a snapshot (CollectionView, FeedView) cost the same as on the DB.
 //
+// # Value cache
+//
+// On an exclusive engine, Options.ValueCache keeps the latest decoded
+// version of the most read documents in memory: Latest of such a document
+// reads neither the store nor the codec (0.06-0.14x Pebble's Get of the
+// same key in BENCHMARKS.md). An entry answers only when the version
+// cache knows the document's latest version (exactly, on an exclusive
+// engine) and it is the entry's version, filled since the last
+// whole-document drop (after which versions start again at 1), so no
+// write has to find it and it never answers with a version that is not
+// the latest. Its Doc is shared by every Latest that hits it: treat the
+// Value as read-only. Other reads (AsOf, History, reads of a view or a
+// Batch) do not use it.
+//
 // # Writes and concurrency
 //
 // Every write takes a [tipkv.Writer]: the DB, to commit alone, or the

@@ -25,12 +25,18 @@ func BenchmarkLatestKnown(b *testing.B) {
 	b.Run("op=latest-learnt/pair=store-get", func(b *testing.B) { benchLatestKnown(b, lkLearnt) })
 	// AsOf of the latest version: the prefix seek Latest made before.
 	b.Run("op=asof-latest/pair=store-get", func(b *testing.B) { benchLatestKnown(b, lkSeek) })
+	// With Options.ValueCache: the decoded latest version from memory,
+	// on a store this DB wrote and on one it only reopened and read.
+	b.Run("op=latest-cached/pair=store-get", func(b *testing.B) { benchLatestKnown(b, lkCached) })
+	b.Run("op=latest-cached-learnt/pair=store-get", func(b *testing.B) { benchLatestKnown(b, lkCachedLearnt) })
 }
 
 const (
 	lkWrote = iota
 	lkLearnt
 	lkSeek
+	lkCached
+	lkCachedLearnt
 )
 
 func benchLatestKnown(b *testing.B, mode int) {
@@ -41,6 +47,9 @@ func benchLatestKnown(b *testing.B, mode int) {
 	}
 	defer func() { _ = db.Close() }()
 	opts := &versioned.Options[[]byte]{Codec: codec.Raw{}}
+	if mode == lkCached || mode == lkCachedLearnt {
+		opts.ValueCache = 64 << 20
+	}
 	c, err := versioned.NewCollection(db, "docs", opts)
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +66,7 @@ func benchLatestKnown(b *testing.B, mode int) {
 		}
 		keys[i] = codec.AppendDesc(codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyVersions), "docs"), ids[i]), 5)
 	}
-	if mode == lkLearnt {
+	if mode == lkLearnt || mode == lkCachedLearnt {
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
 		}

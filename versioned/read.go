@@ -179,6 +179,10 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 		// version cache's hints come first (they hold the hot
 		// documents), then the miss filter, then the cache under its
 		// mutex.
+		var purges uint64
+		if c.values != nil {
+			purges = c.w.purges.Load() // before the latest version is learnt: see valuecache.go
+		}
 		latest, deleted, found, ok := c.w.cache.hints.lookup(b)
 		if !found {
 			if c.missing(b) {
@@ -193,12 +197,25 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 			if deleted {
 				return Doc[T]{}, &notFoundError{coll: c.name, id: id, deletedAt: latest, kind: deletedDoc}
 			}
+			if c.values != nil {
+				if e, ok := c.values.get(b, latest, purges); ok {
+					if e.expires != 0 && e.expires <= c.clock().UnixNano() {
+						return Doc[T]{}, &notFoundError{coll: c.name, id: id, v: latest, kind: expiredDoc}
+					}
+					return e.doc, nil
+				}
+			}
 			b = codec.AppendDesc(b, latest)
 			k := len(b)
 			b, err = engine.GetAppend(r, b, b[:k]) // the value after the key: no copy of its own
 			*buf = b
 			if err == nil {
-				return c.docOne(id, latest, b[k:])
+				d, err := c.docOne(id, latest, b[k:])
+				if err == nil && c.values != nil {
+					_, expires := c.fm.Split(b[k:])
+					c.values.fill(b[:n], d, expires, purges, len(b)-k)
+				}
+				return d, err
 			}
 			if !errors.Is(err, engine.ErrNotFound) {
 				return Doc[T]{}, fmt.Errorf("%s, version %d: %w", c.where(id), latest, err)

@@ -72,6 +72,11 @@ type writer struct {
 	// filters: the miss filters, per collection name (see filter.go).
 	filters map[string]*filterSlot // guarded by mu
 	dbm     dbMeters
+
+	// purges counts the whole-document drops whose Tx released its
+	// documents: bumped under mu before the dropped state is visible
+	// (valuecache.go).
+	purges atomic.Uint64
 }
 
 type writerKey struct{}
@@ -467,6 +472,9 @@ func (t *txWrites) unlock(applied bool) {
 	w.mu.Lock()
 	w.cache.epoch.Add(1)
 	for i, e := range t.held {
+		if applied && e.dropping {
+			w.purges.Add(1) // before the drop is visible: see valuecache.go
+		}
 		if applied {
 			if w.watching == 0 {
 				t.unrecorded = true
