@@ -193,3 +193,37 @@ func TestMembersKilled(t *testing.T) {
 	defer db.Close()
 	rig.Check(t, db)
 }
+
+// A member that is stopped (SIGSTOP) in the middle of its Update, not
+// killed: between the Advance that checked its lease and the commit, so
+// its connection and whatever it holds stay open while the standby takes
+// the group over, and when it is sent on (SIGCONT) it commits, believing
+// it still holds the group. The group's fencing must refuse that commit:
+// proctest checks that the projection still holds every event up to the
+// cursor exactly once, in order.
+func TestMembersStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs child processes for about 20 s")
+	}
+	table := newTable(t)
+	openStore(t, sqlkv.Config{Table: table}) // makes the table
+	rig := proctest.Start(t, proctest.Config{
+		Child:     "TestMultiProcessChild",
+		Env:       []string{mpDSNEnv + "=" + dsn(t), mpTableEnv + "=" + table},
+		Producers: 1, Consumers: 1, Members: 2,
+		Lease: time.Second,
+	})
+	active := rig.WaitProjected(t, 20, "at the start")
+	for range 3 {
+		rig.FreezeInUpdate(t, active)
+		next := rig.WaitProjected(t, 20, "while "+active+" was stopped")
+		require.NotEqual(t, active, next, "the standby took over")
+		rig.Thaw(t, active)
+		active = rig.WaitProjected(t, 20, "after the stopped member went on")
+	}
+	rig.Stop(t)
+	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(t), Table: table}, &tipkv.Options{Clock: proctest.LaterClock})
+	require.NoError(t, err)
+	defer db.Close()
+	rig.Check(t, db)
+}

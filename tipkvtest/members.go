@@ -24,6 +24,7 @@ func memberCases() []testCase {
 		{"OneActive", checked(testMembersOneActive)},
 		{"TakeoverAfterExpiry", checked(testMembersTakeoverAfterExpiry)},
 		{"LateAdvanceRefused", checked(testMembersLateAdvanceRefused)},
+		{"LateAdvanceAloneRefused", checked(testMembersLateAdvanceAloneRefused)},
 		{"Model", checked(testMembersModel)},
 		{"StandbyProjectsExactlyOnce", checked(testMembersStandbyProjectsExactlyOnce)},
 	}
@@ -242,6 +243,49 @@ func testMembersLateAdvanceRefused(t *testing.T, b backend) {
 	require.Equal(t, ps[0], c, "the late member moved nothing")
 	require.Empty(t, testutil.Collect(t, f.Since("proj", 0, tipkv.Query{})))
 	require.NoError(t, bm.Advance(dbs[len(dbs)-1], ps[1]))
+}
+
+// As LateAdvanceRefused, with the late member's Update holding nothing
+// but its Advance, and the member that took over advancing the cursor
+// before the late one commits: only the group's fence can refuse it.
+// (Found by proctest.Rig.FreezeInUpdate on etcd.)
+func testMembersLateAdvanceAloneRefused(t *testing.T, b backend) {
+	db, f, clock := openFeed(t, b)
+	ps := appendClicks(t, db, f, clock, 5)
+	skew := Caps(t, db).ClockSkew
+	dbs := memberDBs(t, b, db)
+	_, ms := joinAll(t, dbs, clock, "a", "b")
+	a, bm := ms[0], ms[1]
+	dbB := dbs[len(dbs)-1]
+	start := clock.Now()
+	ok, err := a.Acquire()
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, a.Advance(db, ps[0]))
+
+	runs := 0
+	err = db.Update(func(tx *tipkv.Batch) error {
+		runs++
+		if err := a.Advance(tx, ps[3]); err != nil {
+			return err
+		}
+		if runs == 1 {
+			clock.Set(start.Add(memberLease + skew))
+			ok, err := bm.Acquire()
+			if err != nil || !ok {
+				return fmt.Errorf("b did not take over: %v %v", ok, err)
+			}
+			if err := bm.Advance(dbB, ps[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, tipkv.ErrLeaseLost, "refused at commit, then found lost")
+	c, err := f.Cursor("s", "g")
+	require.NoError(t, err)
+	require.Equal(t, ps[1], c, "the late member moved nothing")
+	require.NoError(t, bm.Advance(dbB, ps[2]))
 }
 
 // A model test: random joins, acquires, renews, advances, leaves, crashes

@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -81,8 +82,13 @@ func Child(t *testing.T, open func(ctx context.Context, role string) (*tipkv.DB,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { // the parent closes stdin: finish
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	go func() { // commands from the parent; it closes stdin: finish
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if sc.Text() == "freeze" {
+				freezeNext.Store(true)
+			}
+		}
 		cancel()
 	}()
 	var db *tipkv.DB

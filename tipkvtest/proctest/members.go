@@ -3,9 +3,14 @@ package proctest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/tipkv/tipkv"
@@ -26,6 +31,10 @@ import (
 // requires the projection to hold every event of the feed up to the
 // group's cursor exactly once, in order, and nothing past it, and every
 // PROJ-OK to be in it.
+// freezeNext makes a member child's next projecting Update stop its
+// process (Rig.FreezeInUpdate).
+var freezeNext atomic.Bool
+
 const (
 	projGroup  = "projector"
 	projStream = "projection"
@@ -49,6 +58,27 @@ func (r *Rig) WaitProjected(t testing.TB, n int, what string) string {
 	return r.log.projBy
 }
 
+// FreezeInUpdate has the member child of role stop itself (SIGSTOP) in
+// its next projecting Update, between the Advance that checked its lease
+// and the commit, and returns once it reported so: a process paused at
+// the worst moment, which will send its commit believing it holds the
+// group. It fails the test after 2 minutes without. Thaw sends it on.
+func (r *Rig) FreezeInUpdate(t testing.TB, role string) {
+	t.Helper()
+	r.mu.Lock()
+	c := r.children[role]
+	self := fmt.Sprintf("%s.%d", role, r.lives[role])
+	r.mu.Unlock()
+	if c == nil {
+		t.Fatalf("proctest: freeze of %s, which does not run", role)
+	}
+	if _, err := io.WriteString(c.stdin, "freeze\n"); err != nil {
+		t.Fatal(err)
+	}
+	r.log.wait(t, "until "+self+" froze in its Update", func() bool { return r.log.last[self] == "FROZEN" })
+	t.Logf("child %s stopped itself in its Update", self)
+}
+
 // member projects the feed while it holds the group, until ctx ends.
 func (w *workload) member(ctx context.Context) {
 	m, err := w.feed.Join(feedStream, projGroup, w.sp.Role, &versioned.MemberOptions{Lease: w.sp.Lease})
@@ -70,6 +100,10 @@ func (w *workload) member(ctx context.Context) {
 // if the first landed, the cursor is at e already and Advance refuses to
 // move it there again (ErrConflict), writing nothing.
 func (w *workload) project(ctx context.Context, m *versioned.Member[doc], e versioned.Event[doc]) {
+	if freezeNext.CompareAndSwap(true, false) {
+		w.late(m, e)
+		return
+	}
 	for {
 		w.out.printf("PROJECTING %d %s", e.Position, w.self)
 		err := w.db.Update(func(b *tipkv.Batch) error {
@@ -84,6 +118,24 @@ func (w *workload) project(ctx context.Context, m *versioned.Member[doc], e vers
 		}
 		pause(ctx)
 	}
+}
+
+// late is Rig.FreezeInUpdate's Update: it advances the group's cursor
+// past e without projecting it, and stops the process (SIGSTOP) between
+// the Advance that checked the lease and the commit, until the parent
+// sends it on. Nothing else in it could conflict with the member that
+// takes the group over meanwhile, so only the group's fencing can refuse
+// it; it reports LATE-OK if it committed, which Check fails: the cursor
+// would then have moved over an event nobody projected.
+func (w *workload) late(m *versioned.Member[doc], e versioned.Event[doc]) {
+	err := w.db.Update(func(b *tipkv.Batch) error {
+		if err := m.Advance(b, e.Position); err != nil {
+			return err
+		}
+		w.out.printf("FROZEN %d %d %s", e.Position, m.Epoch(), w.self)
+		return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	})
+	w.out.printf("%s %d %d %s", outcome("LATE", err), e.Position, m.Epoch(), w.self)
 }
 
 // checkMembers reads the projection and the group's cursor through feed
@@ -126,6 +178,11 @@ func checkMembers(t testing.TB, lines []string, feed *versioned.Feed[doc], event
 		in[p] = true
 	}
 	epochs := map[string]bool{}
+	for _, line := range lines {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "LATE-OK" {
+			t.Errorf("a member stopped in its Update committed after it lost the group: %s", line)
+		}
+	}
 	for _, line := range lines {
 		f := strings.Fields(line)
 		if len(f) != 4 || f[0] != "PROJ-OK" {

@@ -276,6 +276,21 @@ wait:
 	t.Logf("SIGKILL child %s (its last report a write in flight: %v)", self, r.log.inFlight(self))
 }
 
+// Thaw SIGCONTs the child of role, stopped by FreezeInUpdate.
+func (r *Rig) Thaw(t testing.TB, role string) {
+	t.Helper()
+	r.mu.Lock()
+	c := r.children[role]
+	r.mu.Unlock()
+	if c == nil {
+		t.Fatalf("proctest: thaw of %s, which does not run", role)
+	}
+	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGCONT child %s", role)
+}
+
 // Stop asks every child to finish (it closes their standard input) and
 // waits until each has exited cleanly.
 func (r *Rig) Stop(t testing.TB) {
