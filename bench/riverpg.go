@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -172,27 +173,37 @@ func pgInsertRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table)
 
 // pgBurnRows measures burn-downs of PGJobs preloaded jobs by each worker
 // count: tipkv with every worker on one handle and with a handle per
-// worker, River with riverbench's fetch timing.
+// worker, River with riverbench's fetch timing. Each side preloads through
+// a connection of its own that it closes before the burn-down, and closes
+// the burn-down's connections before the server's counters are read
+// (tx), so that the counters hold the burn-down's transactions alone.
 func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) error {
 	dsn := srv.DSN()
-	rv, err := openRiverPG(ctx, dsn, riverDefaults, "", 0, nil) // preloads and truncates
-	if err != nil {
-		return fmt.Errorf("river: %w", err)
-	}
-	defer rv.close()
+	n := cfg.PGJobs
+	tx := &burnTx{ctx: ctx, dsn: dsn, n: n, sums: map[string][3]float64{}, runs: map[string]int{}}
 	for _, workers := range cfg.PGWorkers {
-		n := cfg.PGJobs
 		tipkvSide := func(name string, seed uint64, handles int) side {
 			gen := newValueGen(seed, cfg.ValueSize)
 			return side{system: name, chunk: func() (float64, error) {
 				table := srv.NewTable()
 				defer func() { _ = dropTable(ctx, dsn, table) }()
+				pre, err := openSQLQueue(ctx, dsn, table)
+				if err != nil {
+					return 0, err
+				}
+				err = pre.preload(gen, n, pgPreloadBatch)
+				if err = errors.Join(err, pre.close()); err != nil {
+					return 0, err
+				}
 				var hs []*sqlQueue
-				defer func() {
+				closeAll := func() (err error) {
 					for _, h := range hs {
-						_ = h.close()
+						err = errors.Join(err, h.close())
 					}
-				}()
+					hs = nil
+					return err
+				}
+				defer closeAll()
 				for range handles {
 					h, err := openSQLQueue(ctx, dsn, table)
 					if err != nil {
@@ -200,28 +211,42 @@ func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) e
 					}
 					hs = append(hs, h)
 				}
-				if err := hs[0].preload(gen, n, pgPreloadBatch); err != nil {
+				c0, r0, err := xacts(ctx, dsn)
+				if err != nil {
 					return 0, err
 				}
-				el, err := burnDownTipkv(ctx, hs, workers, n, cfg.PGBurnPer)
-				return float64(el.Nanoseconds()) / float64(n), err
+				el, calls, err := burnDownTipkv(ctx, hs, workers, n, cfg.PGBurnPer)
+				if err = errors.Join(err, closeAll()); err != nil {
+					return 0, err
+				}
+				tx.add(name, workers, calls, c0, r0, el)
+				return float64(el.Nanoseconds()) / float64(n), nil
 			}}
 		}
 		gen := newValueGen(cfg.Seed+72, cfg.ValueSize)
 		riverSide := side{system: sysRiverTuned, chunk: func() (float64, error) {
-			if err := rv.truncate(); err != nil {
+			pre, err := openRiverPG(ctx, dsn, riverDefaults, "", 0, nil)
+			if err != nil {
 				return 0, err
 			}
-			for left := n; left > 0; left -= pgPreloadBatch {
-				if err := rv.insert(riverBurnQ, gen.next(min(left, pgPreloadBatch))); err != nil {
-					return 0, err
-				}
+			err = pre.truncate()
+			for left := n; left > 0 && err == nil; left -= pgPreloadBatch {
+				err = pre.insert(riverBurnQ, gen.next(min(left, pgPreloadBatch)))
+			}
+			pre.close()
+			if err != nil {
+				return 0, err
+			}
+			c0, r0, err := xacts(ctx, dsn)
+			if err != nil {
+				return 0, err
 			}
 			el, err := burnDownRiver(ctx, dsn, riverBench, riverBurnQ, workers, n)
-			if err == nil {
-				err = rv.truncate()
+			if err != nil {
+				return 0, err
 			}
-			return float64(el.Nanoseconds()) / float64(n), err
+			tx.add(sysRiverTuned, workers, 0, c0, r0, el)
+			return float64(el.Nanoseconds()) / float64(n), nil
 		}}
 		sides := []side{tipkvSide(sysTipkv, cfg.Seed+70, 1), tipkvSide(sideTipkvEach, cfg.Seed+71, workers), riverSide}
 		op := fmt.Sprintf("burn-down of %s jobs, %d workers", thousands(n), workers)
@@ -233,7 +258,66 @@ func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) e
 		t.addPaired("", op+", tipkv on one handle", "ns/item", r.pair(sysTipkv, sysRiverTuned, "", ""), true)
 		t.addPaired("", op+", tipkv a handle per worker", "ns/item", r.pair(sideTipkvEach, sysRiverTuned, sysTipkv, ""), true)
 	}
+	t.notes = append(t.notes, tx.note(cfg.PGWorkers))
 	return nil
+}
+
+// burnTx gathers what the server did for the burn-downs: transactions
+// committed and rolled back per 1,000 jobs (read from pg_stat_database
+// before and after each burn-down, once its connections have closed: a
+// backend reports its counters when it exits), and tipkv's ReceiveWait
+// calls.
+type burnTx struct {
+	ctx  context.Context
+	dsn  string
+	n    int
+	sums map[string][3]float64 // per side and workers: commits, rollbacks, calls, summed over rounds
+	runs map[string]int
+}
+
+func (b *burnTx) add(side string, workers int, calls, c0, r0 int64, el time.Duration) {
+	time.Sleep(500 * time.Millisecond) // the closed connections' backends exit, and report
+	c1, r1, err := xacts(b.ctx, b.dsn)
+	if err != nil {
+		progress("    %s: server counters: %v", side, err)
+		return
+	}
+	key := fmt.Sprintf("%s/%d", side, workers)
+	s := b.sums[key]
+	s[0] += float64(c1 - c0)
+	s[1] += float64(r1 - r0)
+	s[2] += float64(calls)
+	b.sums[key] = s
+	b.runs[key]++
+	extra := ""
+	if calls > 0 {
+		extra = fmt.Sprintf(", %d ReceiveWait calls (%.1f jobs a call)", calls, float64(b.n)/float64(calls))
+	}
+	progress("    %s, %d workers: %s jobs in %s (%.0f jobs/s); server: %d commits, %d rollbacks%s",
+		side, workers, thousands(b.n), el.Round(time.Millisecond), float64(b.n)/el.Seconds(), c1-c0, r1-r0, extra)
+}
+
+// note says, per side and worker count, the transactions per 1,000 jobs.
+func (b *burnTx) note(workers []int) string {
+	var parts []string
+	for _, w := range workers {
+		for _, side := range []string{sysTipkv, sideTipkvEach, sysRiverTuned} {
+			key := fmt.Sprintf("%s/%d", side, w)
+			k := float64(b.runs[key] * b.n / 1000)
+			if k == 0 {
+				continue
+			}
+			s := b.sums[key]
+			name := map[string]string{sysTipkv: "tipkv on one handle", sideTipkvEach: "tipkv a handle per worker", sysRiverTuned: sysRiverTuned}[side]
+			p := fmt.Sprintf("%s at %d workers %.0f committed, %.0f rolled back", name, w, s[0]/k, s[1]/k)
+			if s[2] > 0 {
+				p += fmt.Sprintf(" (%.1f jobs per ReceiveWait)", float64(b.runs[key]*b.n)/s[2])
+			}
+			parts = append(parts, p)
+		}
+	}
+	return "What the burn-downs cost the server, transactions per 1,000 jobs (pg_stat_database, all rounds; " +
+		"preloads excluded, River's own background work and every client's counted): " + strings.Join(parts, "; ") + "."
 }
 
 // pgLatencyRows measures the time from an insert call to a worker

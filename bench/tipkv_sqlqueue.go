@@ -68,11 +68,12 @@ func (s *sqlQueue) close() error { return s.db.Close() }
 // messages and one Ack of what it got (the consumer loop of the queue
 // package's doc), on handles[i % len(handles)]: one handle shared by
 // every worker, or one each. It returns the wall time from the workers'
-// start to the last Ack's return.
-func burnDownTipkv(ctx context.Context, handles []*sqlQueue, workers, n, per int) (time.Duration, error) {
+// start to the last Ack's return, and how many ReceiveWait calls
+// returned messages.
+func burnDownTipkv(ctx context.Context, handles []*sqlQueue, workers, n, per int) (time.Duration, int64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var acked atomic.Int64
+	var acked, calls atomic.Int64
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -91,6 +92,7 @@ func burnDownTipkv(ctx context.Context, handles []*sqlQueue, workers, n, per int
 					cancel()
 					return
 				}
+				calls.Add(1)
 				ids := make([]queue.ID, len(msgs))
 				for i, m := range msgs {
 					if len(m.Value) == 0 {
@@ -116,12 +118,25 @@ func burnDownTipkv(ctx context.Context, handles []*sqlQueue, workers, n, per int
 	el := time.Since(start)
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if a := acked.Load(); a != int64(n) {
-		return 0, fmt.Errorf("tipkv: %d of %d jobs acknowledged", a, n)
+		return 0, 0, fmt.Errorf("tipkv: %d of %d jobs acknowledged", a, n)
 	}
-	return el, nil
+	return el, calls.Load(), nil
+}
+
+// xacts returns the transactions the server's current database has
+// committed and rolled back so far (pg_stat_database: each backend
+// reports its own within about a second).
+func xacts(ctx context.Context, dsn string) (commits, rollbacks int64, err error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer conn.Close(ctx)
+	err = conn.QueryRow(ctx, "SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()").Scan(&commits, &rollbacks)
+	return commits, rollbacks, err
 }
 
 // dropTable drops a table a side is done with, so the server carries
