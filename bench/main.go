@@ -3,14 +3,16 @@
 // raw Pebble with an ascending layout, queues against goque (LevelDB), dque,
 // bigqueue and a naive Pebble queue, a latest value with history and a watch
 // against NATS JetStream KV (an in-process nats-server, file storage), event
-// feeds against Badger, and unique inserts against River on SQLite
-// (unique.go). It builds the same data
-// set in each system, on disk under a temporary directory, prints markdown
-// tables of time per operation with the ratio tipkv/peer and its 95%
-// interval, and writes PNG charts.
+// feeds against Badger, unique inserts against River on SQLite
+// (unique.go), and tipkv's queue through sqlkv against River on
+// PostgreSQL, on one server the section starts (riverpg.go). It builds
+// the same data set in each system, on disk under a temporary directory,
+// prints markdown tables of time per operation with the ratio tipkv/peer
+// and its 95% interval, and writes PNG charts.
 //
 //	cd bench && go run .            # full run, charts into ../docs
 //	cd bench && go run . -quick     # tiny sizes, a check that it works
+//	cd bench && go run . -only riverpg   # River on PostgreSQL (issue 28)
 //
 // Every ratio is tipkv's over the peer's (time or bytes): below 1 tipkv
 // takes less, as in every other column, where lower is better. How rows
@@ -75,6 +77,10 @@ type config struct {
 	EnqueueBatch  int
 	EnqueueItems  int // items per chunk of an enqueue row
 	UniqueItems   int // items per chunk of an unsynced row of the unique section (River's inserts cost more than an enqueue)
+	ChurnCycles   int
+	ChurnLive     int
+	ChurnSample   int // cycles between two disk samples
+	ChurnChunk    int // cycles per system per round
 
 	// The riverpg section (riverpg.go): tipkv through sqlkv and River on
 	// one PostgreSQL server.
@@ -85,10 +91,9 @@ type config struct {
 	PGBurnPer       int   // most messages a tipkv burn-down worker takes per ReceiveWait
 	PGLatencyJobs   int   // jobs per system per round of the latency rows
 	PGLatencyRounds int
-	ChurnCycles     int
-	ChurnLive       int
-	ChurnSample     int // cycles between two disk samples
-	ChurnChunk      int // cycles per system per round
+	// PGBurnRiverDefaults burns River down with its default fetch timing
+	// instead of riverbench's.
+	PGBurnRiverDefaults bool
 
 	Streams      int // feed streams with Events events each
 	Events       int
@@ -214,6 +219,7 @@ func main() {
 	pgJobs := flag.Int("pgjobs", 0, "jobs of each burn-down of the riverpg section (default 100,000; quick 2,000)")
 	pgRounds := flag.Int("pgrounds", 0, "rounds of each burn-down of the riverpg section (default 3; quick 1)")
 	pgPer := flag.Int("pgper", 0, "most messages a tipkv burn-down worker takes per ReceiveWait in the riverpg section (default 100)")
+	riverDefaults := flag.Bool("riverdefaults", false, "burn River down with its default fetch timing (at most 10 fetches a second) instead of riverbench's, in the riverpg section")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
 	flag.BoolVar(&verbose, "v", false, "log every round's time per system, for a look at the spread")
 	flag.Parse()
@@ -243,6 +249,7 @@ func main() {
 	if *pgRounds > 0 {
 		cfg.PGBurnRounds = *pgRounds
 	}
+	cfg.PGBurnRiverDefaults = *riverDefaults
 	if *pgPer > 0 {
 		cfg.PGBurnPer = *pgPer
 	}

@@ -82,7 +82,7 @@ func runRiverPG(cfg config) (*riverPGResult, error) {
 			"the latency client has MaxWorkers 1, its insert-only producer client a pool of its own. "+
 			"River: River's defaults (FetchCooldown 100 ms, FetchPollInterval 1 s; an inserting client notifies a queue at most once per FetchCooldown). "+
 			"%s: the fetch timing River's own benchmark runs with (cmd/river/riverbench: FetchCooldown 2 ms, FetchPollInterval 20 ms), "+
-			"the burn-down's only River side: with the defaults a client fetches at most MaxWorkers jobs per 100 ms, %d jobs/s at 8 workers and %d at 32.",
+			"the burn-down's River side (unless -riverdefaults): with the defaults a client fetches at most MaxWorkers jobs per 100 ms, %d jobs/s at 8 workers and %d at 32.",
 			riverPool, sysRiverTuned, 8*10, 32*10),
 		fmt.Sprintf("Insert rows: a chunk is %d calls of 1 or %d of %d per system, rounds as the rest of bench/ (stops at +-%.0f%%, %d rounds or %s). "+
 			"Burn-down rows: %d rounds; a round preloads %s jobs into each side (untimed: tipkv %d per Update, River InsertMany of %d) and times from the workers' start to the last job done; "+
@@ -180,6 +180,10 @@ func pgInsertRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table)
 func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) error {
 	dsn := srv.DSN()
 	n := cfg.PGJobs
+	burnSys, burnTuning := sysRiverTuned, riverBench
+	if cfg.PGBurnRiverDefaults {
+		burnSys, burnTuning = sysRiver, riverDefaults
+	}
 	tx := &burnTx{ctx: ctx, dsn: dsn, n: n, sums: map[string][3]float64{}, runs: map[string]int{}}
 	for _, workers := range cfg.PGWorkers {
 		tipkvSide := func(name string, seed uint64, handles int) side {
@@ -224,7 +228,7 @@ func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) e
 			}}
 		}
 		gen := newValueGen(cfg.Seed+72, cfg.ValueSize)
-		riverSide := side{system: sysRiverTuned, chunk: func() (float64, error) {
+		riverSide := side{system: burnSys, chunk: func() (float64, error) {
 			pre, err := openRiverPG(ctx, dsn, riverDefaults, "", 0, nil)
 			if err != nil {
 				return 0, err
@@ -241,11 +245,11 @@ func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) e
 			if err != nil {
 				return 0, err
 			}
-			el, err := burnDownRiver(ctx, dsn, riverBench, riverBurnQ, workers, n)
+			el, err := burnDownRiver(ctx, dsn, burnTuning, riverBurnQ, workers, n)
 			if err != nil {
 				return 0, err
 			}
-			tx.add(sysRiverTuned, workers, 0, c0, r0, el)
+			tx.add(burnSys, workers, 0, c0, r0, el)
 			return float64(el.Nanoseconds()) / float64(n), nil
 		}}
 		sides := []side{tipkvSide(sysTipkv, cfg.Seed+70, 1), tipkvSide(sideTipkvEach, cfg.Seed+71, workers), riverSide}
@@ -255,8 +259,8 @@ func pgBurnRows(ctx context.Context, cfg config, srv *pgtest.Server, t *table) e
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		t.addPaired("", op+", tipkv on one handle", "ns/item", r.pair(sysTipkv, sysRiverTuned, "", ""), true)
-		t.addPaired("", op+", tipkv a handle per worker", "ns/item", r.pair(sideTipkvEach, sysRiverTuned, sysTipkv, ""), true)
+		t.addPaired("", op+", tipkv on one handle", "ns/item", r.pair(sysTipkv, burnSys, "", ""), true)
+		t.addPaired("", op+", tipkv a handle per worker", "ns/item", r.pair(sideTipkvEach, burnSys, sysTipkv, ""), true)
 	}
 	t.notes = append(t.notes, tx.note(cfg.PGWorkers))
 	return nil
@@ -301,14 +305,14 @@ func (b *burnTx) add(side string, workers int, calls, c0, r0 int64, el time.Dura
 func (b *burnTx) note(workers []int) string {
 	var parts []string
 	for _, w := range workers {
-		for _, side := range []string{sysTipkv, sideTipkvEach, sysRiverTuned} {
+		for _, side := range []string{sysTipkv, sideTipkvEach, sysRiver, sysRiverTuned} {
 			key := fmt.Sprintf("%s/%d", side, w)
 			k := float64(b.runs[key] * b.n / 1000)
 			if k == 0 {
 				continue
 			}
 			s := b.sums[key]
-			name := map[string]string{sysTipkv: "tipkv on one handle", sideTipkvEach: "tipkv a handle per worker", sysRiverTuned: sysRiverTuned}[side]
+			name := map[string]string{sysTipkv: "tipkv on one handle", sideTipkvEach: "tipkv a handle per worker", sysRiver: "River (defaults)", sysRiverTuned: sysRiverTuned}[side]
 			p := fmt.Sprintf("%s at %d workers %.0f committed, %.0f rolled back", name, w, s[0]/k, s[1]/k)
 			if s[2] > 0 {
 				p += fmt.Sprintf(" (%.1f jobs per ReceiveWait)", float64(b.runs[key]*b.n)/s[2])
