@@ -27,13 +27,17 @@ func TestQuick(t *testing.T) {
 	for _, want := range []string{"## Document versions", "## Queues", "## Latest value with history", "## Event feeds", "| latest, hot |",
 		"| dequeue, 1 per call, 0 consumed at the head |", "tipkv / naive Pebble", "tipkv / dque", "tipkv / bigqueue", "tipkv / NATS KV",
 		"| watch: put 1 version, wait until the watcher has it |", "synced",
-		"## Unique inserts", "tipkv / River", "| insert once (a new key), 100 per commit |", "| insert once, a duplicate key, synced (wall time) |"} {
+		"## Unique inserts", "tipkv / River", "| insert once (a new key), 100 per commit |", "| insert once, a duplicate key, synced (wall time) |",
+		"## Queues on PostgreSQL", "tipkv / River riverbench", "| insert, 100 per transaction (wall time) |",
+		"| burn-down of 2,000 jobs, 32 workers, tipkv a handle per worker (wall time) |",
+		"| commit to a worker holding the job, one at a time, p99 (wall time) |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 	for _, name := range []string{"read-cost.png", "dequeue-vs-consumed.png", "disk-over-churn.png", "feed-read-cost.png",
-		"ratios-versions.png", "ratios-queues.png", "ratios-feeds.png", "kv-read-cost.png", "ratios-kv.png"} {
+		"ratios-versions.png", "ratios-queues.png", "ratios-feeds.png", "kv-read-cost.png", "ratios-kv.png",
+		"ratios-riverpg.png", "riverpg-latency.png"} {
 		fi, err := os.Stat(filepath.Join(cfg.Out, name))
 		if err != nil || fi.Size() == 0 {
 			t.Errorf("chart %s: %v", name, err)

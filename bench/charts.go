@@ -28,6 +28,9 @@ var systemColors = map[string]color.Color{
 	sysDque:     color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}, // green
 	sysBigqueue: color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}, // purple
 	sysNATS:     color.RGBA{R: 0x17, G: 0xbe, B: 0xcf, A: 0xff}, // cyan
+
+	sysRiver:      color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}, // brown
+	sysRiverTuned: color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 0xff}, // pink
 }
 
 func colorOf(system string) color.Color {
@@ -302,6 +305,45 @@ func (ratioTicks) Ticks(lo, hi float64) []plot.Tick {
 		ts = append(ts, plot.Tick{Value: v, Label: lbl})
 	}
 	return ts
+}
+
+// latencyChart draws, per system, the share of the riverpg section's
+// jobs that a worker held within a time of the insert call: one line per
+// system, the time on a log scale.
+func latencyChart(r *riverPGResult, out, name string) error {
+	p := plot.New()
+	p.Title.Text = "Insert commit to a worker holding the job, PostgreSQL: share of jobs within a time (left is better)"
+	p.X.Label.Text = "ms from the insert call (log scale)"
+	p.Y.Label.Text = "share of jobs"
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = logTicks{}
+	p.Y.Min, p.Y.Max = 0, 1.25
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range r.table.systems {
+		ds := slices.Clone(r.latency[s])
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		xys := make(plotter.XYs, len(ds))
+		for i, d := range ds {
+			xys[i] = plotter.XY{X: d / 1e6, Y: float64(i+1) / float64(len(ds))}
+		}
+		lo, hi = min(lo, xys[0].X), max(hi, xys[len(xys)-1].X)
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = colorOf(s), vg.Points(2)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (p50 %s ms, p99 %s ms)", s, short(percentile(ds, 0.5)/1e6), short(percentile(ds, 0.99)/1e6)), l)
+	}
+	if hi == 0 {
+		return nil // nothing measured
+	}
+	p.X.Min, p.X.Max = lo/1.5, hi*1.5
+	placeLegend(p)
+	return p.Save(8*vg.Inch, 5*vg.Inch, filepath.Join(out, name))
 }
 
 // placeLegend puts the legend in the top left corner of the data area,

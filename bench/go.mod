@@ -11,8 +11,11 @@ require (
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/riverqueue/river v0.51.2
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/riverqueue/river/riverdriver/riversqlite v0.51.2
 	github.com/tipkv/tipkv v0.2.0
+	github.com/tipkv/tipkv/sqlkv v0.2.0
 	gonum.org/v1/plot v0.17.0
 	modernc.org/sqlite v1.62.0
 )
@@ -50,6 +53,9 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/grandecola/mmap v0.7.0 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

@@ -3,14 +3,16 @@
 // raw Pebble with an ascending layout, queues against goque (LevelDB), dque,
 // bigqueue and a naive Pebble queue, a latest value with history and a watch
 // against NATS JetStream KV (an in-process nats-server, file storage), event
-// feeds against Badger, and unique inserts against River on SQLite
-// (unique.go). It builds the same data
-// set in each system, on disk under a temporary directory, prints markdown
-// tables of time per operation with the ratio tipkv/peer and its 95%
-// interval, and writes PNG charts.
+// feeds against Badger, unique inserts against River on SQLite
+// (unique.go), and tipkv's queue through sqlkv against River on
+// PostgreSQL, on one server the section starts (riverpg.go). It builds
+// the same data set in each system, on disk under a temporary directory,
+// prints markdown tables of time per operation with the ratio tipkv/peer
+// and its 95% interval, and writes PNG charts.
 //
 //	cd bench && go run .            # full run, charts into ../docs
 //	cd bench && go run . -quick     # tiny sizes, a check that it works
+//	cd bench && go run . -only riverpg   # River on PostgreSQL (issue 28)
 //
 // Every ratio is tipkv's over the peer's (time or bytes): below 1 tipkv
 // takes less, as in every other column, where lower is better. How rows
@@ -35,7 +37,7 @@ type config struct {
 	Quick bool
 	Out   string // where the PNG charts go
 	Tmp   string // parent of the data directories
-	Only  string // comma-separated sections to run: versions, queues, kv, feeds, unique, rewind
+	Only  string // comma-separated sections to run: versions, queues, kv, feeds, unique, riverpg, rewind
 	Keep  bool   // keep the data directories
 
 	MissFilter bool // tipkv's collection keeps versioned.Options.MissFilter
@@ -80,6 +82,19 @@ type config struct {
 	ChurnSample   int // cycles between two disk samples
 	ChurnChunk    int // cycles per system per round
 
+	// The riverpg section (riverpg.go): tipkv through sqlkv and River on
+	// one PostgreSQL server.
+	PGInsertCalls   int   // calls of 1 per chunk of the insert rows (a tenth as many calls of EnqueueBatch)
+	PGJobs          int   // jobs a burn-down works
+	PGWorkers       []int // worker counts of the burn-down rows
+	PGBurnRounds    int   // rounds of each burn-down row
+	PGBurnPer       int   // most messages a tipkv burn-down worker takes per ReceiveWait
+	PGLatencyJobs   int   // jobs per system per round of the latency rows
+	PGLatencyRounds int
+	// PGBurnRiverDefaults burns River down with its default fetch timing
+	// instead of riverbench's.
+	PGBurnRiverDefaults bool
+
 	Streams      int // feed streams with Events events each
 	Events       int
 	HotStreams   int
@@ -109,6 +124,8 @@ func fullConfig() config {
 		TableConsumed: []int{0, 100_000, 1_000_000},
 		DequeueItems:  100_000, DequeueBatch: 100,
 		EnqueueBatch: 100, EnqueueItems: 10_000, UniqueItems: 200,
+		PGInsertCalls: 50, PGJobs: 100_000, PGWorkers: []int{8, 32}, PGBurnRounds: 3, PGBurnPer: 100,
+		PGLatencyJobs: 20, PGLatencyRounds: 12,
 		ChurnCycles: 1_000_000, ChurnLive: 1_000, ChurnSample: 50_000, ChurnChunk: 25_000,
 		Streams: 5_000, Events: 200, HotStreams: 100, RangeEvents: 20, EventSpacing: time.Second,
 		KVKeys: 100_000, KVVersions: 10, KVLongKeys: 1_000, WatchChunk: 200,
@@ -130,6 +147,8 @@ func quickConfig() config {
 		TableConsumed: []int{0, 1_000, 5_000},
 		DequeueItems:  2_000, DequeueBatch: 100,
 		EnqueueBatch: 100, EnqueueItems: 500, UniqueItems: 100,
+		PGInsertCalls: 10, PGJobs: 2_000, PGWorkers: []int{8, 32}, PGBurnRounds: 1, PGBurnPer: 100,
+		PGLatencyJobs: 5, PGLatencyRounds: 2,
 		ChurnCycles: 5_000, ChurnLive: 100, ChurnSample: 500, ChurnChunk: 500,
 		Streams: 100, Events: 200, HotStreams: 10, RangeEvents: 20, EventSpacing: time.Second,
 		KVKeys: 1_000, KVVersions: 10, KVLongKeys: 20, WatchChunk: 20,
@@ -187,7 +206,7 @@ func main() {
 	quick := flag.Bool("quick", false, "tiny sizes: checks that the command works, in well under a minute")
 	out := flag.String("out", "../docs", "directory for the PNG charts")
 	tmp := flag.String("tmp", "", "parent directory for the data sets (default: the system temp dir)")
-	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds,unique,rewind (default: all)")
+	only := flag.String("only", "", "comma-separated sections to run: versions,queues,kv,feeds,unique,riverpg,rewind (default: all)")
 	docs := flag.Int("docs", 0, "documents with 10 versions each (default 1,000,000; quick 2,000)")
 	kvKeys := flag.Int("kvkeys", 0, "keys with 10 versions each in the kv section (default 100,000; quick 1,000)")
 	cycles := flag.Int("cycles", 0, "enqueue/dequeue cycles of the churn test (default 1,000,000; quick 5,000)")
@@ -197,6 +216,10 @@ func main() {
 	memtable := flag.Int64("memtable", 0, "memtable size in bytes of tipkv and raw Pebble (default 16 MiB; quick 4 MiB)")
 	missFilter := flag.Bool("missfilter", false, "open tipkv's collection with versioned.Options.MissFilter (an in-memory filter of its documents)")
 	wall := flag.Bool("wall", false, "measure wall time instead of the process's CPU time")
+	pgJobs := flag.Int("pgjobs", 0, "jobs of each burn-down of the riverpg section (default 100,000; quick 2,000)")
+	pgRounds := flag.Int("pgrounds", 0, "rounds of each burn-down of the riverpg section (default 3; quick 1)")
+	pgPer := flag.Int("pgper", 0, "most messages a tipkv burn-down worker takes per ReceiveWait in the riverpg section (default 100)")
+	riverDefaults := flag.Bool("riverdefaults", false, "burn River down with its default fetch timing (at most 10 fetches a second) instead of riverbench's, in the riverpg section")
 	keep := flag.Bool("keep", false, "keep the data directories (their path is printed)")
 	flag.BoolVar(&verbose, "v", false, "log every round's time per system, for a look at the spread")
 	flag.Parse()
@@ -219,6 +242,16 @@ func main() {
 		cfg.ChurnCycles = *cycles
 		cfg.ChurnSample = max(*cycles/20, 1)
 		cfg.ChurnChunk = max(*cycles/40, 1)
+	}
+	if *pgJobs > 0 {
+		cfg.PGJobs = *pgJobs
+	}
+	if *pgRounds > 0 {
+		cfg.PGBurnRounds = *pgRounds
+	}
+	cfg.PGBurnRiverDefaults = *riverDefaults
+	if *pgPer > 0 {
+		cfg.PGBurnPer = *pgPer
 	}
 	if *memtable > 0 {
 		cfg.MemTableSize = *memtable
@@ -346,6 +379,21 @@ func run(cfg config, w io.Writer) error {
 		}
 		res.table.loadNote(load0)
 		res.table.write(w)
+	}
+	if want("riverpg") {
+		load0 := loadAvg()
+		res, err := runRiverPG(cfg)
+		if err != nil {
+			return fmt.Errorf("riverpg: %w", err)
+		}
+		res.table.loadNote(load0)
+		res.table.write(w)
+		if err := ratioChart(res.table, "Queues on PostgreSQL", cfg.Out, "ratios-riverpg.png"); err != nil {
+			return err
+		}
+		if err := latencyChart(res, cfg.Out, "riverpg-latency.png"); err != nil {
+			return err
+		}
 	}
 	if want("rewind") {
 		load0 := loadAvg()
