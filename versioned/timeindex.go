@@ -279,42 +279,73 @@ func (c *Collection[T]) timeOfVersion(d *docState, prefix []byte, v int64) (int6
 // unindex adds to tx the deletes of the index entries of versions
 // [oldest, cut] of the document under prefix, about to be dropped, when
 // the collection keeps its index. d is the Tx's view, its latest known.
+//
+// Like dropVersions, it deletes fewer than knobs.Versioned.DropRangeMin
+// entries with point deletes on an exclusive engine, reading the dropped
+// versions' times with one iterator (a memtable full of short range
+// tombstones slows every read: see drop.go), a whole document included;
+// otherwise one range delete: from the time of the newest version
+// dropped, or over the whole document's entries.
 func (c *Collection[T]) unindex(tx *link.Tx, d *docState, prefix []byte, cut int64) error {
 	keep, err := c.indexing(tx)
 	if err != nil || !keep {
 		return err
 	}
 	ip := indexDocPrefix(nil, prefix)
-	if cut >= d.latest {
-		d.itimes = nil                                  // numbers start again at 1
-		return deleteRange(tx, ip, codec.PrefixEnd(ip)) // the whole document
-	}
 	oldest, err := d.oldestOf(c.store, prefix)
 	if err != nil || oldest == 0 || cut < oldest {
 		return err
 	}
-	if n := cut - oldest + 1; n < int64(knobs.Versioned.DropRangeMin) && !c.shared {
-		key := numberKey(ip, 0)
-		for v := cut; v >= oldest; v-- {
-			t, err := c.timeOfVersion(d, prefix, v)
-			if err != nil {
-				return err
-			}
-			if t == 0 {
-				break // no older version has a time either
-			}
-			codec.AppendDesc(key[:len(ip)], t)
-			if err := deletePoint(tx, key); err != nil {
-				return err
-			}
+	whole := cut >= d.latest
+	if n := cut - oldest + 1; n >= int64(knobs.Versioned.DropRangeMin) || c.shared {
+		if whole {
+			d.itimes = nil // numbers start again at 1
+			return deleteRange(tx, ip, codec.PrefixEnd(ip))
 		}
+		t, err := c.timeOfVersion(d, prefix, cut)
+		if err != nil || t == 0 {
+			return err
+		}
+		return deleteRange(tx, numberKey(ip, t), codec.PrefixEnd(ip))
+	}
+	key := numberKey(ip, 0)
+	del := func(t int64) error {
+		codec.AppendDesc(key[:len(ip)], t)
+		return deletePoint(tx, key)
+	}
+	// The Tx's own versions first, then those stored, newest first.
+	top := cut
+	for ; top >= oldest && d.itimes != nil && top > d.ibase && top <= d.ibase+int64(len(d.itimes)); top-- {
+		if err := del(d.itimes[top-d.ibase-1]); err != nil {
+			return err
+		}
+	}
+	if whole {
+		d.itimes = nil
+	}
+	if top < oldest {
 		return nil
 	}
-	t, err := c.timeOfVersion(d, prefix, cut)
-	if err != nil || t == 0 {
+	lo := numberKey(prefix, top)
+	it, err := newIter(c.store, lo, numberKey(prefix, oldest-1), int(top-oldest+1))
+	if err != nil {
 		return err
 	}
-	return deleteRange(tx, numberKey(ip, t), codec.PrefixEnd(ip))
+	defer it.Close()
+	for ok := it.SeekGE(lo); ok; ok = it.Next() {
+		raw, err := it.Value()
+		if err != nil {
+			return err
+		}
+		t := c.fm.Parse(raw).Time
+		if t == 0 {
+			break // no older version has a time either
+		}
+		if err := del(t); err != nil {
+			return err
+		}
+	}
+	return it.Error()
 }
 
 // indexedAt returns the version of the document under prefix latest at t
