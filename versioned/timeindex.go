@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -352,82 +353,110 @@ func (c *Collection[T]) unindex(tx *link.Tx, d *docState, prefix []byte, cut int
 // (Unix ns) by the time index, with a copy of its value: ok false when
 // the collection's index is not on or does not answer (the caller
 // searches). See the file's doc for why its answer is always right.
+//
+// On an exclusive engine it reads with one iterator over both families,
+// [01 | collection | id, 0D | collection | id + 1): the seek of the entry,
+// the seek of the version after the one it names, a step to that version
+// (opening an iterator costs as much as a seek there). On a shared engine,
+// where an iterator's range is what a request may walk, with two.
 func (c *Collection[T]) indexedAt(r engine.Reader, prefix []byte, t int64) (v int64, raw []byte, ok bool, err error) {
 	if TimeIndexState(c.ti.state.Load()) != TimeIndexOn || t < 1 {
 		return 0, nil, false, nil
 	}
 	buf := keyBufs.Get().(*[]byte)
 	defer putKeyBuf(buf)
-	ip := indexDocPrefix((*buf)[:0], prefix)
-	n := len(ip)
-	b := codec.AppendDesc(ip, t)
-	b = codec.AppendDesc(append(b, b[:n]...), 0)
-	lo, hi := b[:n+codec.NumberSize:n+codec.NumberSize], b[n+codec.NumberSize:]
+	// b: index prefix | desc(t), then the iterators' bounds.
+	b := indexDocPrefix((*buf)[:0], prefix)
+	n := len(b)
+	b = codec.AppendDesc(b, t)
+	at := b[: n+codec.NumberSize : n+codec.NumberSize]
+	wide := !c.shared
+	var it engine.Iter
+	if wide {
+		b = append(b, prefix...)
+		lo := b[n+codec.NumberSize:]
+		b = codec.AppendDesc(append(b, b[:n]...), math.MinInt64) // past every entry
+		it, err = newIter(r, lo[:len(lo):len(lo)], b[len(b)-n-codec.NumberSize:], 2)
+	} else {
+		b = codec.AppendDesc(append(b, b[:n]...), 0)
+		it, err = newIter(r, at, b[len(b)-n-codec.NumberSize:], 1)
+	}
 	*buf = b
-	it, err := newIter(r, lo, hi, 1)
-	if err != nil {
-		return 0, nil, false, err
-	}
-	var te int64
-	if it.SeekPrefixGE(lo) {
-		k := it.Key()
-		te, err = numberOf(k, n)
-		var val []byte
-		if err == nil {
-			val, err = it.Value()
-		}
-		if err == nil {
-			if len(val) != codec.NumberSize {
-				err = fmt.Errorf("%w: time index entry %x holds %d bytes", tipkv.ErrCorrupt, k, len(val))
-			} else {
-				v, _, err = codec.DecodeAsc(val)
-			}
-		}
-	}
-	if cerr := it.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || te == 0 || v < 1 {
-		return 0, nil, false, err
-	}
-	// The versions v+1 (if any) and v, in one seek and one step.
-	vlo := numberKey(prefix, v+1)
-	vit, err := newIter(r, vlo, numberKey(prefix, 0), 2)
 	if err != nil {
 		return 0, nil, false, err
 	}
 	defer func() {
-		if cerr := vit.Close(); err == nil && cerr != nil {
+		if cerr := it.Close(); err == nil && cerr != nil {
 			ok, err = false, cerr
 		}
 	}()
-	if !vit.SeekPrefixGE(vlo) {
-		return 0, nil, false, vit.Error()
+	// under reports whether the iterator is at a numbered key of p.
+	under := func(p []byte) bool {
+		k := it.Key()
+		return len(k) == len(p)+codec.NumberSize && bytes.HasPrefix(k, p)
 	}
-	got, err := numberOf(vit.Key(), len(prefix))
+	var found bool
+	if wide {
+		found = it.SeekGE(at) && under(at[:n])
+	} else {
+		found = it.SeekPrefixGE(at)
+	}
+	if !found {
+		return 0, nil, false, it.Error()
+	}
+	te, err := numberOf(it.Key(), n)
+	if err != nil {
+		return 0, nil, false, err
+	}
+	val, err := it.Value()
+	if err != nil {
+		return 0, nil, false, err
+	}
+	if len(val) != codec.NumberSize {
+		return 0, nil, false, fmt.Errorf("%w: time index entry %x holds %d bytes", tipkv.ErrCorrupt, it.Key(), len(val))
+	}
+	if v, _, err = codec.DecodeAsc(val); err != nil || v < 1 {
+		return 0, nil, false, err
+	}
+	// The versions v+1 (if any) and v: one seek and one step.
+	next := numberKey(prefix, v+1)
+	if wide {
+		found = it.SeekGE(next) && under(prefix)
+	} else {
+		if err := it.Close(); err != nil {
+			return 0, nil, false, err
+		}
+		if it, err = newIter(r, next, numberKey(prefix, 0), 2); err != nil {
+			return 0, nil, false, err
+		}
+		found = it.SeekPrefixGE(next)
+	}
+	if !found {
+		return 0, nil, false, it.Error()
+	}
+	got, err := numberOf(it.Key(), len(prefix))
 	if err != nil {
 		return 0, nil, false, err
 	}
 	if got == v+1 {
-		next, err := vit.Value()
+		after, err := it.Value()
 		if err != nil {
 			return 0, nil, false, err
 		}
-		if nt := c.fm.Parse(next).Time; nt == 0 || nt <= t {
+		if at := c.fm.Parse(after).Time; at == 0 || at <= t {
 			return 0, nil, false, nil // a version after v is at or before t: stale
 		}
-		if !vit.Next() {
-			return 0, nil, false, vit.Error()
+		if !it.Next() || !under(prefix) {
+			return 0, nil, false, it.Error()
 		}
-		if got, err = numberOf(vit.Key(), len(prefix)); err != nil {
+		if got, err = numberOf(it.Key(), len(prefix)); err != nil {
 			return 0, nil, false, err
 		}
 	}
 	if got != v {
 		return 0, nil, false, nil
 	}
-	val, err := vit.Value()
-	if err != nil {
+	if val, err = it.Value(); err != nil {
 		return 0, nil, false, err
 	}
 	if c.fm.Parse(val).Time != te {
