@@ -49,6 +49,7 @@
 //	family 0x0A  feed leases   0A | stream | group | asc(ep)   asc(deadline) member
 //	family 0x0B  purges        0B | collection | desc(time)    empty (a collection's purge horizon)
 //	family 0x0C  queue control 0C | queue                      paused, max in flight
+//	family 0x0D  time index    0D | collection | id | desc(t)  asc(version) (a collection's optional time index; id "" holds its state)
 //
 // Version 1 of "alice" in collection "users":
 //
@@ -91,7 +92,12 @@
 // Feed.Advance does not heed leases, so upgrade every replica of a group
 // before its members join, and an older release delivers from a paused
 // queue, or past its cap on messages in flight, so upgrade every process
-// that consumes a queue before it is paused or capped. The purge
+// that consumes a queue before it is paused or capped. The time index
+// 0x0D is one too: an older release's writes of a collection do not keep
+// its index, so upgrade every process that writes a collection before its
+// index is enabled (reads by time check what the index names against the
+// versions and stay right; tipkv check reports the stale entries, and
+// DisableTimeIndex then EnableTimeIndex rebuilds it). The purge
 // horizons 0x0B are part of format 4 from its first release. Values are
 // decoded into your types as they are now; package
 // codec says what a change of a type's shape does.

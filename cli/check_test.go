@@ -41,7 +41,7 @@ func TestCheckProblems(t *testing.T) {
 		`versions +versions +c \| zero \| 0 +version 0 is below 1`,
 		`value +feed +s \| 1 +not msgpack: msgpack: unknown code c1`,
 		`key +versions +0x016300 +bad collection segment: .*segment ends inside an escape`,
-		`key +0x0d +0x0d +unknown family 0x0d`,
+		`key +0x0e +0x0e +unknown family 0x0e`,
 		`value +queue-items +q \| 4 +queue value: tipkv: corrupt data: value does not start with tag 0x01`,
 		`value +queue-state +bad +queue state: tipkv: corrupt data: queue state: bad head`,
 		`value +dead-letters +q \| 2 +a corrupt queue message, quarantined`,

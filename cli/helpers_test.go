@@ -127,6 +127,11 @@ func vkey(coll, id string, v int64) []byte {
 	return codec.AppendDesc(segPrefix(codec.FamilyVersions, coll, id), v)
 }
 
+// ikey is the key of a time index entry.
+func ikey(coll, id string, t int64) []byte {
+	return codec.AppendDesc(segPrefix(codec.FamilyTimeIndex, coll, id), t)
+}
+
 func fkey(stream string, pos int64) []byte {
 	return codec.AppendDesc(segPrefix(codec.FamilyFeed, stream), pos)
 }

@@ -75,7 +75,7 @@ func TestDumpFilters(t *testing.T) {
 func TestDumpForeignData(t *testing.T) {
 	dir := foreignStore(t)
 	out := cliOK(t, "dump", dir)
-	require.Contains(t, out, "0x0d78")
+	require.Contains(t, out, "0x0e78")
 	require.Contains(t, out, "0xdead")
 	require.Regexp(t, `versions +0x016300 +0x76\n`, out)
 	require.Regexp(t, `versions +c \| d \| 1 +0x6e6f74206d73677061636b \(neither msgpack nor JSON\)\n`, out)
@@ -89,9 +89,9 @@ func TestDumpForeignData(t *testing.T) {
 			byHex[h] = r
 		}
 	}
-	require.Equal(t, "0x0d", byHex["0d78"]["family"])
-	require.Equal(t, "unknown family 0x0d", byHex["0d78"]["key_error"])
-	require.Equal(t, "dead", byHex["0d78"]["value_hex"])
+	require.Equal(t, "0x0e", byHex["0e78"]["family"])
+	require.Equal(t, "unknown family 0x0e", byHex["0e78"]["key_error"])
+	require.Equal(t, "dead", byHex["0e78"]["value_hex"])
 	require.Contains(t, byHex["016300"]["key_error"], "bad collection segment")
 	var notMsgpack, binary map[string]any
 	for _, r := range recs {
@@ -194,7 +194,7 @@ func TestStats(t *testing.T) {
 	require.EqualValues(t, 16, m["keys"])
 	require.EqualValues(t, 0, m["bad_keys"])
 	require.Positive(t, m["disk_usage"])
-	require.Len(t, m["families"], 13)
+	require.Len(t, m["families"], 14)
 	require.Equal(t, []any{
 		map[string]any{"collection": "orders", "documents": 1.0, "versions": 1.0},
 		map[string]any{"collection": "users", "documents": 2.0, "versions": 4.0},

@@ -111,6 +111,23 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 			return r
 		}
 		r.header, r.headerOnly = object{{"horizon", unixTime(k.num)}}, true
+	case codec.FamilyTimeIndex:
+		// versioned's timeindex.go: an entry's value is asc(version); the
+		// key with the empty id holds the index's state.
+		if len(k.segs) > 1 && len(k.segs[1]) == 0 {
+			if len(v) != 1 || (v[0] != 1 && v[0] != 2) {
+				r.bad = fmt.Sprintf("time index state %x, want 01 (building) or 02 (on)", v)
+				return r
+			}
+			r.header, r.headerOnly = object{{"index", map[byte]string{1: "building", 2: "on"}[v[0]]}}, true
+			return r
+		}
+		if len(v) != codec.NumberSize {
+			r.bad = fmt.Sprintf("time index entry of %d bytes, want %d", len(v), codec.NumberSize)
+			return r
+		}
+		ver, _, _ := codec.DecodeAsc(v)
+		r.header, r.headerOnly = object{{"time", unixTime(k.num)}, {"version", ver}}, true
 	case codec.FamilyVersions:
 		ver := fm.Parse(v)
 		if ver.Time != 0 {

@@ -17,7 +17,7 @@ import (
 func foreignStore(t *testing.T) string {
 	return writeStore(t, func(db *tipkv.DB) {
 		set(t, db,
-			[]byte{0x0d, 'x'}, []byte{0xde, 0xad},
+			[]byte{0x0e, 'x'}, []byte{0xde, 0xad},
 			[]byte{0x01, 'c', 0x00}, []byte("v"), // a segment without terminator
 			vkey("c", "d", 1), []byte("not msgpack"),
 			vkey("c", "\xff", 1), mp(t, []byte{1, 2, 3}),
@@ -54,7 +54,7 @@ func problemStore(t *testing.T) string {
 			vkey("raw", "r", 1), []byte("plain text"),
 			fkey("s", 1), []byte{0xc1},
 			[]byte{0x01, 'c', 0x00}, []byte("v"),
-			[]byte{0x0d}, []byte("x"),
+			[]byte{0x0e}, []byte("x"),
 			qkey(codec.FamilyQueueItems, "q", 1), qvalue(t, queueItemTag, 0, enq, 0, "below head"),
 			qkey(codec.FamilyQueueItems, "q", 4), []byte{0x09, 0x00},
 			segPrefix(codec.FamilyQueueState, "q"), qstate(3, 5),

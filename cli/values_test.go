@@ -89,7 +89,7 @@ func TestDecodeKey(t *testing.T) {
 
 	for raw, bad := range map[string]string{
 		"":                                   "empty key",
-		"\x0dabc":                            "unknown family 0x0d",
+		"\x0eabc":                            "unknown family 0x0e",
 		"\x01users\x00\x01id":                "bad id segment",
 		"\x01users\x00\x01id\x00\x01":        "bad version",
 		"\x03q\x00\x01extra":                 "5 unexpected bytes after the queue",

@@ -25,7 +25,7 @@ func TestCompact(t *testing.T) {
 	require.Regexp(t, `^compacted .+ in \S+: [\d.]+ [KM]?i?B -> [\d.]+ [KM]?i?B on disk, 1 -> 0 tombstones in sstables\n$`, out.String())
 	progress := errOut.String()
 	require.Regexp(t, `^compacting .+: [\d.]+ [KM]?i?B on disk\n`, progress)
-	names := []string{"meta", "versions", "queue-items", "queue-state", "feed", "dead-letters", "feed-cursors", "once", "once-due", "once-seqs", "feed-leases", "purges", "queue-control", "other"}
+	names := []string{"meta", "versions", "queue-items", "queue-state", "feed", "dead-letters", "feed-cursors", "once", "once-due", "once-seqs", "feed-leases", "purges", "queue-control", "time-index", "other"}
 	for i, name := range names {
 		require.Regexp(t, fmt.Sprintf(`(?m)^  %d/%d `, i+1, len(names))+name+` +[\d.]+ [KM]?i?B  done in \S+$`, progress)
 	}

@@ -12,7 +12,7 @@
 // tags: the family says what comes next).
 //
 //	family     1 byte: which family the key belongs to, and so what comes
-//	           next. See "Families" below: 0x00-0x0C are in use, 0x0D-0xFE
+//	           next. See "Families" below: 0x00-0x0D are in use, 0x0E-0xFE
 //	           are reserved, 0xFF is never a family.
 //
 //	segment    a string or byte string, escaped and terminated:
@@ -62,7 +62,8 @@
 //	0x0A  feed-leases   0A | stream | group | asc(epoch)     asc(deadline) member: the lease of a group's active member
 //	0x0B  purges        0B | collection | desc(time)         empty: a collection's purge horizon (reads by time before it are ErrPruned)
 //	0x0C  queue-control 0C | queue                           a queue's pause and cap on messages in flight
-//	0x0D-0xFE           reserved: future families take the next free byte
+//	0x0D  time-index    0D | collection | id | desc(time)    asc(version): a collection's time index (the id "" holds its state)
+//	0x0E-0xFE           reserved: future families take the next free byte
 //	0xFF                never a family (see Keyspace)
 //
 // A family's byte is never reused, nor its layout changed: a new kind of
@@ -82,6 +83,8 @@
 //	feed-leases "clicks" "billing" 1    0a 636c69636b73 0001 62696c6c696e67 0001 8000000000000001
 //	purges "users" 1                    0b 7573657273 0001 7ffffffffffffffe
 //	queue-control "jobs"                0c 6a6f6273 0001
+//	time-index "users" "alice" 1700000000000000000
+//	                                    0d 7573657273 0001 616c696365 0001 68686301c9d5ffff
 //
 // Families whose layout ends in a number have a prefix (everything before the
 // number) and an 8-byte suffix; [Split] finds the boundary, so that Pebble's

@@ -26,6 +26,7 @@ const (
 	FamilyFeedLeases   Family = 0x0A // 0A | stream | group | asc(epoch)
 	FamilyPurges       Family = 0x0B // 0B | collection | desc(time)
 	FamilyQueueControl Family = 0x0C // 0C | queue
+	FamilyTimeIndex    Family = 0x0D // 0D | collection | id | desc(time)
 )
 
 // Layout is the shape of one family's keys: the family byte, then escaped
@@ -75,6 +76,11 @@ var families = []Layout{
 	{Family: FamilyPurges, Name: "purges", Segments: []string{"collection"}, Number: "time", Desc: true},
 	// A queue's pause and its cap on messages in flight (package queue).
 	{Family: FamilyQueueControl, Name: "queue-control", Segments: []string{"queue"}},
+	// The time index of a collection that has one (package versioned):
+	// a document's versions by commit time, newest first, each key's
+	// value the version; the key with the empty id (no document has
+	// one) holds the index's state.
+	{Family: FamilyTimeIndex, Name: "time-index", Segments: []string{"collection", "id"}, Number: "time", Desc: true},
 }
 
 // segmentsBefore[b] is how many segments come before the trailing number

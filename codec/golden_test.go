@@ -93,6 +93,10 @@ func encodeGolden(t *testing.T, lhs string) []byte {
 	case "purge":
 		k := codec.AppendString(codec.AppendFamily(nil, codec.FamilyPurges), args[0])
 		return codec.AppendDesc(k, atoi(t, args[1]))
+	case "timeindex":
+		k := codec.AppendFamily(nil, codec.FamilyTimeIndex)
+		k = codec.AppendString(codec.AppendString(k, args[0]), args[1])
+		return codec.AppendDesc(k, atoi(t, args[2]))
 	case "family":
 		return goldenFamily(t, args)
 	case "keyspace":

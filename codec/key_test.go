@@ -119,8 +119,8 @@ func TestSplitFollowsTheTable(t *testing.T) {
 		}
 		require.Equal(t, prefix, codec.Split(k), "%s", l.Name)
 	}
-	require.Equal(t, 7, numbered, "versions, queue items, feed events, dead letters, once seqs, feed leases and purges end in a number")
-	for b := 0x0d; b <= 0xff; b++ {
+	require.Equal(t, 8, numbered, "versions, queue items, feed events, dead letters, once seqs, feed leases, purges and time index entries end in a number")
+	for b := 0x0e; b <= 0xff; b++ {
 		k := codec.AppendAsc(codec.AppendString([]byte{byte(b)}, "x"), 1)
 		require.Equal(t, len(k), codec.Split(k), "reserved family 0x%02x", b)
 		_, ok := codec.Family(b).Layout()

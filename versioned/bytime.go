@@ -26,10 +26,13 @@ import (
 // timeline is one document's versions as a read by time sees them,
 // through one iterator. latest and oldest are read when first needed.
 type timeline struct {
-	fm     docfmt.Rules
-	it     engine.Iter
-	prefix []byte
-	key    []byte // scratch: prefix | desc(v)
+	fm docfmt.Rules
+	// indexed, when set, answers a time before the latest version's by
+	// the collection's time index (see timeindex.go); ok false: search.
+	indexed func(t int64) (v int64, raw []byte, ok bool, err error)
+	it      engine.Iter
+	prefix  []byte
+	key     []byte // scratch: prefix | desc(v)
 
 	latest, ltime int64 // latest: 0 for none
 	lraw          []byte
@@ -60,6 +63,16 @@ func openTimeline(r engine.Reader, fm docfmt.Rules, prefix []byte) (*timeline, e
 }
 
 func (tl *timeline) close() error { return tl.it.Close() }
+
+// openTimeline is openTimeline with the collection's time index, when it
+// is on, for the searches.
+func (c *Collection[T]) openTimeline(r engine.Reader, prefix []byte) (*timeline, error) {
+	tl, err := openTimeline(r, c.fm, prefix)
+	if err == nil && TimeIndexState(c.ti.state.Load()) == TimeIndexOn {
+		tl.indexed = func(t int64) (int64, []byte, bool, error) { return c.indexedAt(r, prefix, t) }
+	}
+	return tl, err
+}
 
 // here returns the version under the iterator, a copy of its value and its
 // commit time (0: none).
@@ -124,6 +137,12 @@ func (tl *timeline) at(t int64) (v int64, raw []byte, ans timeAnswer, err error)
 		return 0, nil, untimed, nil // no version has a time
 	case tl.ltime <= t:
 		return tl.latest, tl.lraw, answered, nil
+	}
+	if tl.indexed != nil {
+		v, raw, ok, err := tl.indexed(t)
+		if err != nil || ok {
+			return v, raw, answered, err
+		}
 	}
 	if err := tl.readOldest(); err != nil {
 		return 0, nil, 0, err
@@ -194,7 +213,18 @@ func (c *Collection[T]) asOfTime(r engine.Reader, id string, t time.Time) (d Doc
 		}
 		return Doc[T]{}, &notFoundError{coll: c.name, id: id, kind: missingDoc}
 	}
-	tl, err := openTimeline(r, c.fm, prefix)
+	// With the time index: one seek of the index and one of the
+	// versions. Without (or no answer from it): the search.
+	if v, raw, ok, err := c.indexedAt(r, prefix, unixNano(t)); err != nil || ok {
+		if err != nil {
+			return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
+		}
+		if c.fm.IsDeleteMarker(raw) {
+			return Doc[T]{}, &notFoundError{coll: c.name, id: id, deletedAt: v, kind: deletedDoc}
+		}
+		return c.docOne(id, v, raw)
+	}
+	tl, err := c.openTimeline(r, prefix)
 	if err != nil {
 		return Doc[T]{}, fmt.Errorf("%s: %w", c.where(id), err)
 	}
@@ -292,7 +322,7 @@ func (c *Collection[T]) betweenQuery(r engine.Reader, id string, from, to time.T
 	if !from.IsZero() && !to.IsZero() && to.Before(from) {
 		return q, false, nil
 	}
-	tl, err := openTimeline(r, c.fm, c.docPrefix(nil, id))
+	tl, err := c.openTimeline(r, c.docPrefix(nil, id))
 	if err != nil {
 		return q, false, err
 	}

@@ -186,7 +186,7 @@ func (c *Collection[T]) versionAt(r engine.Reader, s docStep, t int64, asked tim
 		}
 	}
 	if s.ltime == 0 || s.ltime > t {
-		tl, err := openTimeline(r, c.fm, append([]byte(nil), s.prefix...))
+		tl, err := c.openTimeline(r, append([]byte(nil), s.prefix...))
 		if err != nil {
 			return Doc[T]{}, false, err
 		}
@@ -275,7 +275,7 @@ func (c *Collection[T]) changedBetween(r engine.Reader, from, to time.Time, q ti
 // change returns the document's versions at from and to, and whether a
 // version was written in (from, to]: whether they differ.
 func (c *Collection[T]) change(r engine.Reader, s docStep, from, to time.Time, f, tt int64) (ch TimeChange[T], changed bool, err error) {
-	tl, err := openTimeline(r, c.fm, append([]byte(nil), s.prefix...))
+	tl, err := c.openTimeline(r, append([]byte(nil), s.prefix...))
 	if err != nil {
 		return ch, false, err
 	}

@@ -145,6 +145,7 @@ type Collection[T any] struct {
 	fm     docfmt.Rules // how stored values read: the store's format (an older one only on a ReadOnly DB not yet upgraded)
 	meters *collMeters
 
+	ti      *timeIndex     // the collection's time index state (see timeindex.go)
 	filter  *filterSlot    // Options.MissFilter (see filter.go), or nil
 	values  *valueCache[T] // Options.ValueCache (see valuecache.go), or nil
 	scratch sync.Pool      // of *T, to decode point reads into
@@ -189,6 +190,9 @@ func NewCollection[T any](db *tipkv.DB, name string, opts *Options[T]) (*Collect
 		c.codec = codec.Msgpack[T]{IgnoreJSONTags: w.ln.LegacyNames}
 	}
 	c.clock = w.ln.Clock
+	if c.ti, err = w.timeIndexOf(name); err != nil {
+		return nil, err
+	}
 	if err := c.openFilter(opts != nil && opts.MissFilter); err != nil {
 		return nil, err
 	}
@@ -281,6 +285,7 @@ type putOp[T any] struct {
 	expires  int64  // the version's expiry (Unix ns), 0 for none
 	docAt    int    // where the encoded document starts in buf
 	mbuf     []byte // the value again, with the Tx's metadata
+	ibuf     []byte // the time index entry (see timeindex.go)
 	v        int64  // the version written
 	run      func(*link.Tx) error
 }
@@ -333,7 +338,7 @@ func (c *Collection[T]) newPut(id string, doc T, expected int64) (*putOp[T], err
 }
 
 func (c *Collection[T]) freePut(op *putOp[T]) {
-	if cap(op.buf) <= 64<<10 && cap(op.mbuf) <= 64<<10 {
+	if cap(op.buf) <= 64<<10 && cap(op.mbuf) <= 64<<10 && cap(op.ibuf) <= 1<<10 {
 		op.id = ""
 		c.puts.Put(op)
 	}
@@ -368,6 +373,9 @@ func (op *putOp[T]) write(tx *link.Tx) error {
 	docfmt.SetTime(val, t)
 	if err := tx.Batch.Set(key, val); err != nil {
 		return err
+	}
+	if err := c.indexSet(tx, d, prefix, v, t, &op.ibuf); err != nil {
+		return fmt.Errorf("%s: %w", c.where(op.id), err)
 	}
 	if latest == 0 {
 		d.oldest, d.oldestKnown = 1, true
@@ -418,7 +426,10 @@ func (c *Collection[T]) retain(tx *link.Tx, e *docEntry, prefix []byte, id strin
 	if d.oldestKnown && d.latest-d.oldest < c.keep {
 		return nil
 	}
-	n, err := dropVersions(tx, c.store, d, prefix, d.latest-c.keep, c.shared)
+	n, err := int64(0), c.unindex(tx, d, prefix, d.latest-c.keep)
+	if err == nil {
+		n, err = dropVersions(tx, c.store, d, prefix, d.latest-c.keep, c.shared)
+	}
 	e.removed += uint64(n)
 	if err != nil {
 		if c.shared {
@@ -477,6 +488,9 @@ func (op *putOp[T]) writeShared(tx *link.Tx, e *docEntry) error {
 	docfmt.SetTime(val, t)
 	if err := tx.Batch.Set(key, val); err != nil {
 		return err
+	}
+	if err := c.indexSet(tx, d, prefix, v, t, &op.ibuf); err != nil {
+		return c.failed(tx, op.id, err)
 	}
 	if latest == 0 {
 		d.oldest, d.oldestKnown, d.sh.oldGuarded = 1, true, true
@@ -599,6 +613,10 @@ func (c *Collection[T]) del(w tipkv.Writer, id string, expected int64) (int64, e
 		if err := tx.Batch.Set(numberKey(prefix, v), marker); err != nil {
 			return err
 		}
+		var ibuf []byte
+		if err := c.indexSet(tx, d, prefix, v, t, &ibuf); err != nil {
+			return c.failed(tx, id, err)
+		}
 		d.latest, d.deleted, d.expires, d.ltime = v, true, 0, t
 		if c.shared {
 			d.lval = marker
@@ -698,6 +716,9 @@ func (c *Collection[T]) prune(w tipkv.Writer, id string, cut cutFunc) (int64, er
 			if err := c.raiseHorizon(tx, d, prefix); err != nil {
 				return fmt.Errorf("%s: %w", c.where(id), err)
 			}
+		}
+		if err := c.unindex(tx, d, prefix, to); err != nil {
+			return c.failed(tx, id, err)
 		}
 		dropped, err = dropVersions(tx, c.store, d, prefix, to, c.shared)
 		e.removed += uint64(dropped)

@@ -253,6 +253,18 @@
 // processes sharing an engine have skewed clocks. Nothing orders times
 // across documents. Versions written before store format 4 have none.
 //
+// Reads by time (AsOfTime, HistoryBetween, LatestAllAsOf, ChangedBetween)
+// search a document's versions by their times: about 2 + log2(versions)
+// seeks. A collection may have a time index (EnableTimeIndex, a durable
+// setting of the collection, not a handle's option; DisableTimeIndex
+// removes it): a key per version, 0D | collection | id | desc(time) ->
+// version, kept by every write and drop in its own batch, which turns
+// the search into one seek of the index and one of the versions (on an
+// exclusive engine, both on one iterator). Reads check what the index
+// names against the versions, so their answers are the same with or
+// without it; timeindex.go says how the index is filled, and how other
+// processes of a shared engine learn that it was enabled.
+//
 // Feed positions are Unix nanoseconds. Writes take times in [MinTime,
 // MaxTime] (after the epoch, before 2262): AppendAt, TrimBefore and the
 // clock read by Append refuse others with ErrInvalid and write nothing.

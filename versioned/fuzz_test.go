@@ -2,12 +2,15 @@ package versioned_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -130,4 +133,64 @@ func TestDecodeKey(t *testing.T) {
 		_, err := versioned.DecodeKey(bad)
 		require.ErrorIs(t, err, tipkv.ErrCorrupt, "%x", bad)
 	}
+}
+
+// A time index entry is a hint the read checks against the versions: with
+// any entry in the index (any time, any value), AsOfTime answers what the
+// versions say, or ErrCorrupt for a value that is no version number,
+// never a wrong version or a panic. The seed corpus is in
+// testdata/fuzz/FuzzTimeIndexEntry.
+func FuzzTimeIndexEntry(f *testing.F) {
+	f.Add(int64(2_500_000_000), []byte{0x80, 0, 0, 0, 0, 0, 0, 4}) // names a later version
+	f.Add(int64(4_000_000_000), []byte{0x80, 0, 0, 0, 0, 0, 0, 2}) // an earlier one
+	f.Add(int64(1), []byte{0x80, 0, 0, 0, 0, 0, 0, 9})             // one never written
+	f.Add(int64(3_000_000_000), []byte{1, 2, 3})                   // no version number
+	clock := testutil.NewClock(t0)
+	db, err := tipkv.Open("", &tipkv.Options{InMemory: true, Clock: clock.Now})
+	require.NoError(f, err)
+	defer db.Close()
+	c, err := versioned.NewCollection[user](db, "users", nil)
+	require.NoError(f, err)
+	require.NoError(f, c.EnableTimeIndex(context.Background()))
+	for range 5 {
+		clock.Advance(time.Second)
+		_, err := c.Put(db, "doc", user{})
+		require.NoError(f, err)
+	}
+	s, err := link.StoreOf(db)
+	require.NoError(f, err)
+	prefix := codec.AppendString(codec.AppendString(codec.AppendFamily(nil, codec.FamilyTimeIndex), "users"), "doc")
+	f.Fuzz(func(t *testing.T, at int64, value []byte) {
+		key := codec.AppendDesc(bytes.Clone(prefix), t0.UnixNano()+at)
+		if at < 0 {
+			key = codec.AppendDesc(bytes.Clone(prefix), at)
+		}
+		old, oldErr := s.Get(key)
+		b := s.NewBatch()
+		require.NoError(t, b.Set(key, value))
+		require.NoError(t, b.Apply(false))
+		require.NoError(t, b.Close())
+		defer func() { // put the index back as it was
+			b := s.NewBatch()
+			if oldErr == nil {
+				require.NoError(t, b.Set(key, old))
+			} else {
+				require.NoError(t, b.Delete(key))
+			}
+			require.NoError(t, b.Apply(false))
+			require.NoError(t, b.Close())
+		}()
+		for half := 1; half <= 11; half += 2 { // t0 + 0.5 s ... t0 + 5.5 s
+			want := int64(half / 2) // version v is at t0 + v s
+			d, err := c.AsOfTime("doc", t0.Add(time.Duration(half)*time.Second/2))
+			switch {
+			case errors.Is(err, tipkv.ErrCorrupt):
+			case want == 0:
+				require.ErrorIs(t, err, tipkv.ErrNotFound)
+			default:
+				require.NoError(t, err)
+				require.Equal(t, want, d.Version)
+			}
+		}
+	})
 }

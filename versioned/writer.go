@@ -145,6 +145,12 @@ type docState struct {
 
 	// sh is what a Tx knows on a shared engine (see shared.go).
 	sh sharedView
+
+	// The commit times of the versions the Tx wrote, when the collection
+	// keeps a time index (see timeindex.go): itimes[i] is that of version
+	// ibase+1+i. A Tx's own, cleared when it takes the document.
+	ibase  int64
+	itimes []int64
 }
 
 // docEntry is the writer's record of one document or stream: its lock and
@@ -315,6 +321,7 @@ func (t *txWrites) lock(prefix []byte) (*docEntry, error) {
 			e.holder = t
 			w.cache.hints.unpublish(e) // before the Tx can apply anything (see hints)
 			e.tx = e.state
+			e.tx.ibase, e.tx.itimes = 0, nil
 			e.base, e.baseKnown, e.dropped, e.dropping = e.state.latest, e.state.latestKnown, false, false
 			t.held = append(t.held, e)
 			break
@@ -443,6 +450,7 @@ func (t *txWrites) applied() {
 			}
 		}
 		e.state = e.tx
+		e.state.itimes = nil
 	}
 	t.unlock(true)
 }

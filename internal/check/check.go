@@ -43,7 +43,7 @@ type Options struct {
 
 // Problem is one broken invariant.
 type Problem struct {
-	Kind   string // key, value, format, versions, queue, read
+	Kind   string // key, value, format, versions, queue, index, read
 	Key    []byte // the key at fault; nil for a read that failed
 	Where  string // the family being read, for a read problem
 	Detail string
@@ -127,6 +127,10 @@ type checker struct {
 	counts      map[string]queuefmt.State
 	dead        []deadLetter
 	prevLease   []byte // the prefix (stream, group) of the last lease key
+	// The collection of the last time index state key, and whether its
+	// index is on (see timeindex.go).
+	indexColl string
+	indexOn   bool
 }
 
 // Store checks the store r reads.
@@ -256,6 +260,8 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		if _, ok := ck.numbered(k, name, rest, "time", false); ok && len(v) != 0 {
 			ck.add("value", k, "purge horizon with a %d-byte value, want none", len(v))
 		}
+	case codec.FamilyTimeIndex:
+		ck.timeIndex(k, name, rest, v)
 	case codec.FamilyQueueState:
 		if len(rest) != 0 {
 			ck.add("key", k, "%d bytes after the queue name", len(rest))

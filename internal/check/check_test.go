@@ -84,7 +84,7 @@ func TestProblems(t *testing.T) {
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
 		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
-		{"an unknown family", [][]byte{{0x0d, 0x01}, {0x01}}, "key", "unknown family 0x0d"},
+		{"an unknown family", [][]byte{{0x0e, 0x01}, {0x01}}, "key", "unknown family 0x0e"},
 		{"a control value with an unknown flag", [][]byte{codec.AppendString([]byte{0x0c}, "q"), {0x01, 0x04, 0x00}}, "value", "queue control: "},
 		{"a control key with bytes after the name", [][]byte{codec.AppendAsc(codec.AppendString([]byte{0x0c}, "q"), 1), queuefmt.AppendControl(nil, queuefmt.Control{})}, "key", "8 bytes after the queue name"},
 		{"the last reserved family", [][]byte{{0xfe}, {0x01}}, "key", "unknown family 0xfe"},

@@ -35,7 +35,8 @@ var Versioned = struct {
 	// range, hi nil for a point delete of lo.
 	TraceDelete func(lo, hi []byte)
 	// OnWait is called by every write that starts waiting for a document
-	// or stream another Tx holds.
+	// or stream another Tx holds, and by a change of a collection's time
+	// index state that waits for such a Tx.
 	OnWait func()
 	// OnWatchSleep is called by every Watch that has delivered what it may
 	// and goes to sleep.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/versioned"
 )
@@ -111,7 +113,17 @@ func maxWAL(memtable uint64) uint64 { return 8 * memtable }
 // Documents with a time to live keep the disk bounded too when their ids
 // never come back (sessions): each round writes new documents, the clock
 // moves past the TTL of the round before, and a purge pass drops those.
+// With the collections' time index on (indexed), the same holds: the
+// purges drop the documents' index entries, and KeepVersions those of
+// the versions it drops (a second collection, written again each round),
+// so the index keeps no entry of a version gone.
 func TestDocumentTTLKeepsDiskBounded(t *testing.T) {
+	for _, indexed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("index=%v", indexed), func(t *testing.T) { testDocumentRetentionDisk(t, indexed) })
+	}
+}
+
+func testDocumentRetentionDisk(t *testing.T, indexed bool) {
 	rounds, perRound, value := 40, 2048, 512
 	if testutil.RaceEnabled || testing.Short() {
 		rounds = 12
@@ -124,8 +136,15 @@ func TestDocumentTTLKeepsDiskBounded(t *testing.T) {
 	defer db.Close()
 	sessions, err := versioned.NewCollection[string](db, "sessions", &versioned.Options[string]{TTL: time.Minute, PurgeInterval: -1})
 	require.NoError(t, err)
+	profiles, err := versioned.NewCollection[string](db, "profiles", &versioned.Options[string]{KeepVersions: 3})
+	require.NoError(t, err)
+	const hot, hotPuts = 16, 512 // profiles written again each round
+	if indexed {
+		require.NoError(t, sessions.EnableTimeIndex(context.Background()))
+		require.NoError(t, profiles.EnableTimeIndex(context.Background()))
+	}
 	payload := strings.Repeat("x", value)
-	retained := uint64(perRound * value)
+	retained := uint64(perRound*value + hot*3*value)
 	var written, lastData uint64
 	var sizes []uint64
 	for r := range rounds {
@@ -135,9 +154,14 @@ func TestDocumentTTLKeepsDiskBounded(t *testing.T) {
 					return err
 				}
 			}
+			for i := range hotPuts {
+				if _, err := profiles.Put(b, fmt.Sprintf("p%d", i%hot), payload); err != nil {
+					return err
+				}
+			}
 			return nil
 		}))
-		written += uint64(perRound * value)
+		written += uint64((perRound + hotPuts) * value)
 		mu.Lock()
 		now = now.Add(time.Minute) // this round's sessions expire with the next
 		mu.Unlock()
@@ -153,10 +177,34 @@ func TestDocumentTTLKeepsDiskBounded(t *testing.T) {
 		n++
 	}
 	require.Zero(t, n, "every session has expired")
+	if indexed {
+		// What the index holds: the entries of the profiles' versions kept.
+		require.Equal(t, hot*3, timeIndexEntries(t, db))
+	}
 	last := sizes[len(sizes)-1]
 	t.Logf("live at most %d KiB, written %d KiB, disk after each round (KiB): %v", retained>>10, written>>10, kib(sizes))
 	require.Less(t, lastData, written/4, "the tables hold a fraction of what was written")
 	require.Less(t, last-lastData, maxWAL(2<<20), "the write-ahead log's preallocated files")
 	half := len(sizes) / 2
 	require.LessOrEqual(t, slices.Max(sizes[half:]), 2*slices.Max(sizes[1:half]), "the disk does not grow with the rounds")
+}
+
+// timeIndexEntries counts the store's time index entries (family 0x0D),
+// the collections' state keys aside.
+func timeIndexEntries(t *testing.T, db *tipkv.DB) int {
+	t.Helper()
+	s, err := link.StoreOf(db)
+	require.NoError(t, err)
+	it, err := s.NewIter([]byte{byte(codec.FamilyTimeIndex)}, []byte{byte(codec.FamilyTimeIndex) + 1})
+	require.NoError(t, err)
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if _, rest, err := codec.DecodeString(it.Key()[1:]); err == nil && len(rest) > 2 && rest[0] == 0 && rest[1] == 1 {
+			continue // a state key: the empty id
+		}
+		n++
+	}
+	require.NoError(t, it.Error())
+	return n
 }
