@@ -127,7 +127,7 @@
 //
 // On an exclusive engine, Options.ValueCache keeps the latest decoded
 // version of the most read documents in memory: Latest of such a document
-// reads neither the store nor the codec (0.06-0.14x Pebble's Get of the
+// reads neither the store nor the codec (0.16-0.28x Pebble's Get of the
 // same key in BENCHMARKS.md). An entry answers only when the version
 // cache knows the document's latest version (exactly, on an exclusive
 // engine) and it is the entry's version, filled since the last
