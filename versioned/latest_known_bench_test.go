@@ -2,13 +2,16 @@ package versioned_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
+	"github.com/tipkv/tipkv/internal/paired"
 	"github.com/tipkv/tipkv/versioned"
 )
 
@@ -130,4 +133,66 @@ func benchLatestKnown(b *testing.B, mode int) {
 	}
 	b.ReportMetric(float64(tOurs)/float64(tBase), "ratio")
 	b.ReportMetric(float64(tBase.Nanoseconds())/float64(b.N), "base-ns/op")
+}
+
+// What learning costs a cold read (issue 30): Latest of uniformly random
+// documents among 200,000, more than the version cache holds (its
+// default 65,536 entries, two generations), so most reads miss it, seek,
+// and teach it the version (an entry made, another forgotten), against
+// the same reads with learning off (knobs.Versioned.NoLearn), in
+// alternating chunks in one process (internal/paired, CPU time).
+//
+//	go test -run '^$' -bench 'BenchmarkLatestCold' -benchtime 200000x -count 3 ./versioned/
+func BenchmarkLatestCold(b *testing.B) {
+	const n = 200_000
+	db, err := tipkv.Open(b.TempDir(), &tipkv.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	c, err := versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	val := make([]byte, 100)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("doc-%07d", i)
+	}
+	for i := 0; i < n; i += 1000 {
+		err := db.Update(func(w *tipkv.Batch) error {
+			for _, id := range ids[i:min(i+1000, n)] {
+				if _, err := c.Put(w, id, val); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Reopened: the cache knows nothing; the tables are compacted.
+	if err := db.Compact(); err != nil {
+		b.Fatal(err)
+	}
+	dir := db.Dir()
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if db, err = tipkv.Open(dir, &tipkv.Options{NoSync: true}); err != nil {
+		b.Fatal(err)
+	}
+	if c, err = versioned.NewCollection(db, "docs", &versioned.Options[[]byte]{Codec: codec.Raw{}}); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { knobs.Versioned.NoLearn = false }()
+	rngA, rngB := rand.New(rand.NewPCG(1, 1)), rand.New(rand.NewPCG(2, 2))
+	read := func(rng *rand.Rand, learn bool) {
+		knobs.Versioned.NoLearn = !learn
+		if d, err := c.Latest(ids[rng.IntN(n)]); err != nil || d.Version != 1 {
+			b.Fatal(d.Version, err)
+		}
+	}
+	paired.Ratio(b, func() { read(rngA, true) }, func() { read(rngB, false) })
 }

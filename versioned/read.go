@@ -236,7 +236,7 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	lo, hi := b[:m:m], b[m:]
 	// A read of the latest version teaches the version cache (see
 	// writer.learn), from the epoch before the iterator's snapshot.
-	learn := v == 0 && live && c.fm.Current()
+	learn := v == 0 && live && c.fm.Current() && !knobs.Versioned.NoLearn
 	var epoch uint64
 	if learn {
 		epoch = c.w.cache.epoch.Load()

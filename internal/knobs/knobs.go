@@ -54,6 +54,9 @@ var Versioned = struct {
 	// OnLearn runs when a read of a latest version is about to teach it
 	// to the version cache (versioned's writer.learn).
 	OnLearn func()
+	// NoLearn turns writer.learn off, so that BenchmarkLatestCold can
+	// pair a read that learns with one that does not.
+	NoLearn bool
 }{
 	DropRangeMin:  32,
 	CacheEntries:  1 << 16,
