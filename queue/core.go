@@ -97,7 +97,8 @@ type core struct {
 	// stored count takes them off.
 	front, unstored int64
 	// abortedTo is the end of the highest run of sequence numbers an
-	// aborted enqueue left empty: a number at or past it is not a gap.
+	// aborted enqueue left empty, or that load could not rule out: a
+	// number at or past it is not a gap.
 	abortedTo int64
 	// enqueued counts the messages committed below the watermark since
 	// load, less those found missing; lastEnqueued is its value when last
@@ -360,6 +361,14 @@ func (c *core) load() error {
 	// what it held before, and the next Open finds both parts as one run.
 	c.last = state{head: st.head, tail: st.tail, counted: true, run: st.run, count: count, countTo: tail}
 	c.front, c.unstored = c.cursor, 0
+	// Memory knows the gaps (aborted enqueues, messages consumed ahead of
+	// older ones) only from here on. There are none between the first
+	// message and the tail if the count covers every number there;
+	// otherwise the numbers before the tail count as maybe gaps.
+	c.abortedTo = 0
+	if first != 0 && count != tail-first {
+		c.abortedTo = tail
+	}
 	c.m.dead.Store(dead)
 	c.ctl = ct
 	c.loaded = true
