@@ -86,8 +86,20 @@ type core struct {
 	deadBusy map[int64]bool // dead letters being requeued or discarded
 
 	// last is the newest queue state applied to the store (or loaded from
-	// it). Only a Tx holding dq.stateMu changes it.
+	// it, with the count as load found it). Only a Tx holding dq.stateMu
+	// changes it, and front and unstored with it.
 	last state
+	// A consume need not write the state key while last.run holds and
+	// what it consumes extends the run of consumed messages
+	// [last.head, front) at front, staying within knobs.Queue.StateEvery
+	// of last.head (see extendsRun). unstored is how many messages the
+	// batches applied since last consumed without writing it: the next
+	// stored count takes them off.
+	front, unstored int64
+	// abortedTo is the end of the highest run of sequence numbers an
+	// aborted enqueue left empty, or that load could not rule out: a
+	// number at or past it is not a gap.
+	abortedTo int64
 	// enqueued counts the messages committed below the watermark since
 	// load, less those found missing; lastEnqueued is its value when last
 	// was computed. Their difference is what the next stored count adds.
@@ -145,6 +157,7 @@ type entry struct {
 	attempts uint32    // deliveries, as of the last one in this process
 	state    entryState
 	removed  bool
+	gone     bool // consumed by a batch that is applied, its commit maybe not yet returned
 	mark     bool // scratch, under mu
 	slot     bool // counted in core.nslots: leased, or busy while its lease is taken or acknowledged
 }
@@ -214,18 +227,19 @@ func (c *core) close() {
 	}
 }
 
-// saveState writes the queue-state key if messages were enqueued since it
-// last counted them, so that the next Open walks none of them. Enqueues do
-// not write it (see "Head, tail and crash consistency" in the package
-// doc), so after a crash instead of a Close, Open walks the messages
-// enqueued since the last consume. A failure is logged: the next Open
-// walks those messages, and counts them right.
+// saveState writes the queue-state key if messages were enqueued or
+// consumed since it was last written, so that the next Open walks none of
+// them. Enqueues do not write it, nor do most consumes (see "Head, tail
+// and crash consistency" in the package doc), so after a crash instead of
+// a Close, Open walks the messages enqueued since the key was last written
+// and steps over the consumed ones, at most knobs.Queue.StateEvery. A
+// failure is logged: the next Open does that, and counts right.
 func (c *core) saveState() {
 	if c.sm != nil {
 		return // a shared engine's reads keep no count
 	}
 	c.mu.Lock()
-	due := c.loaded && !c.closed && (c.watermark > c.last.countTo || c.next > c.last.tail)
+	due := c.loaded && !c.closed && (c.watermark > c.last.countTo || c.next > c.last.tail || c.unstored > 0)
 	c.mu.Unlock()
 	if !due {
 		return
@@ -235,7 +249,7 @@ func (c *core) saveState() {
 		return nil
 	})
 	if err != nil {
-		c.log.LogAttrs(context.Background(), slog.LevelWarn, "tipkv: queue state not stored at close; the next Open walks the messages enqueued since",
+		c.log.LogAttrs(context.Background(), slog.LevelWarn, "tipkv: queue state not stored at close; the next Open walks the messages enqueued and consumed since",
 			slog.String("queue", c.name), slog.Any("error", err))
 	}
 }
@@ -243,7 +257,11 @@ func (c *core) saveState() {
 // load reads the queue-state key and finds the rest with a few seeks: the
 // oldest live message, and the messages at or after the stored count's
 // end, which it counts (none after a clean close, which stores the state;
-// after a crash, those enqueued since the last consume). A
+// after a crash, those enqueued since the key was last written). Under a
+// run state (tag 0x03) the seek to the oldest live message steps over the
+// messages consumed since, at most knobs.Queue.StateEvery, and the count
+// loses those below its end: they are exactly the numbers in [head, oldest
+// live message) below countTo (see extendsRun). A
 // state without a count (written before counts existed) makes it walk and
 // count every live message from the head, once. It also counts the dead
 // letters. It runs on the first Open of the queue in a DB.
@@ -327,13 +345,29 @@ func (c *core) load() error {
 	if err := closeIter(dit); err != nil {
 		return fmt.Errorf("queue %q: load: %w", c.name, err)
 	}
+	if st.run && first != 0 {
+		// The run of messages consumed since the state was written.
+		count = max(count-max(min(first, st.countTo)-st.head, 0), 0)
+	}
 	if first == 0 {
 		count = 0 // a stored count that disagrees with an empty queue
 	}
 	c.next, c.watermark, c.cursor, c.fresh = tail, tail, tail, int(count)
-	c.last = state{head: st.head, tail: st.tail, counted: true, count: count, countTo: tail}
 	if first != 0 {
 		c.cursor = first
+	}
+	// The run goes on from the oldest live message (a new one from the
+	// stored head, if the queue is empty): the stored value still counts
+	// what it held before, and the next Open finds both parts as one run.
+	c.last = state{head: st.head, tail: st.tail, counted: true, run: st.run, count: count, countTo: tail}
+	c.front, c.unstored = c.cursor, 0
+	// Memory knows the gaps (aborted enqueues, messages consumed ahead of
+	// older ones) only from here on. There are none between the first
+	// message and the tail if the count covers every number there;
+	// otherwise the numbers before the tail count as maybe gaps.
+	c.abortedTo = 0
+	if first != 0 && count != tail-first {
+		c.abortedTo = tail
 	}
 	c.m.dead.Store(dead)
 	c.ctl = ct
@@ -396,6 +430,8 @@ func (c *core) resolve(b *block, committed bool) {
 			c.enqueued += f.n
 			c.m.enqueued.Add(uint64(f.n))
 			visible = true
+		} else {
+			c.abortedTo = max(c.abortedTo, f.start+f.n)
 		}
 		// f's hook has run (this call may be it), and its Tx runs no
 		// other: nothing refers to f any more.
@@ -454,14 +490,15 @@ func (c *core) head() int64 {
 	return c.cursor
 }
 
-// headWithout is what head becomes once the entries in es are consumed.
+// headWithout is what head becomes once the entries in es are consumed,
+// counting those consumed by batches applied already as consumed too.
 func (c *core) headWithout(es []*entry) int64 {
 	for _, e := range es {
 		e.mark = true
 	}
 	h := c.cursor
 	for _, e := range c.order {
-		if !e.removed && !e.mark {
+		if !e.removed && !e.mark && !e.gone {
 			h = e.seq
 			break
 		}

@@ -34,8 +34,10 @@
 //	Wait                  an in-process notification        the engine's watch, or a poll
 //	                                                        every Caps.PollInterval
 //	Open                  reads the state key and seeks:    reads nothing
-//	                      the first live message, the
-//	                      few after the stored count
+//	                      the first live message (past at
+//	                      most 1,024 consumed after a
+//	                      crash), the few after the
+//	                      stored count
 //	Metrics gauges        memory                            0 (Stats reads them)
 //	Pause, MaxInFlight    memory, loaded by Open and set    the control key: each process's
 //	                      by the write: a Receive reads     hint, required unchanged by
@@ -171,6 +173,7 @@
 //	item         02 | name | asc(seq)   item header | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	                                    or 0x02 | the same | uvarint count | uvarint countTo
+//	                                    or 0x03 | the same as 0x02 (a run of consumes may follow)
 //	dead letter  05 | name | asc(seq)   dead header | payload
 //	once key     07 | "queue" | name | key, and 08 or 09 index entries (see package tipkv)
 //	control      0C | name              0x01 | uvarint flags (0x01: paused) | uvarint maxInFlight
@@ -188,7 +191,9 @@
 // lease's end. Tags 0x11, 0x12 and 0x14 are 0x01, 0x02 and 0x04 with
 // headers; a message without headers keeps the tag without 0x10. State tag
 // 0x02 (Pebble) adds count, the number of live messages below countTo;
-// shared engines write tag 0x01. Versions before these tags read a value
+// tag 0x03 (Pebble) holds the same and says that consumes may have
+// followed it without writing the key (see below); shared engines write
+// tag 0x01. Versions before these tags read a value
 // that has one as corrupt. The control key is absent until the first
 // Pause, Resume or SetMaxInFlight (on a shared engine, or the first
 // delivery, which writes it not paused and uncapped so that the next ones
@@ -200,14 +205,16 @@
 //
 // # Head, tail and crash consistency (Pebble)
 //
-// Sequence numbers come from memory. Every batch that deletes messages
-// (Ack, Pop, a move to the dead-letter queue) also writes the state key:
-// head is the oldest message that batch leaves unconsumed, counting every
-// other write in flight as not done, so every number below head is
-// consumed and deleted once the batch commits, and tail is the next
-// sequence number the process would assign. Both are lower bounds, and a
-// crash can never leave them ahead of the messages they describe, because
-// they commit in the same batch as the deletes.
+// Sequence numbers come from memory. The state key holds head and tail:
+// head is the oldest message a batch that wrote it left unconsumed,
+// counting the batches applied before it as done and every other write in
+// flight as not done, so every number below head is consumed and deleted
+// once the batch commits; tail is the next sequence number the process
+// would assign. Both are lower bounds, and a crash can never leave them
+// ahead of the messages they describe, because they commit in the same
+// batch as the deletes (and Pebble loses no write while keeping a later
+// one, so a state value that survives a crash describes the batches
+// applied before it too).
 //
 // Neither ever moves back, whatever order batches commit in. The state
 // value is computed as late as possible, just before the batch is applied
@@ -217,28 +224,50 @@
 // before it. An Ack inside a long Update thus never writes the tail it
 // would have seen when it was called. The lock covers the apply to the
 // memtable, not the WAL sync, so synced consumers still share group
-// commits. (Pebble loses no write while keeping
-// a later one, so a state value that survives a crash describes the
-// batches applied before it too.)
+// commits.
+//
+// Most consumes do not write the key. A consume (Ack, Pop, a move to the
+// dead-letter queue) leaves it as it is when the stored value has tag 0x03
+// and the batch extends the run of messages consumed since it: the
+// numbers it consumes are the next ones of the run [head, front), the run
+// stays within 1,024 numbers of the stored head, and the number after it
+// holds a live message that no applied batch consumed (or lies at or past
+// the stored count's end). Everything else writes the key: a consume out
+// of queue order, one that would end the run at a gap an aborted enqueue
+// left (after a reopen, at any number below the tail Open found, unless
+// the count shows no gap there), one that ends the 1,024, and DB.Close. A Pop(1) is thus its Get and its
+// Delete, and a Pop or an in-order Receive+Ack writes the key once in
+// 1,024 messages. (The bound is in numbers, not time: it is what bounds
+// the walk after a crash, and a clock would only add writes.) A value written when its head holds a live
+// message (or lies at its count's end) gets tag 0x03; otherwise tag 0x02,
+// and the next consume writes the key again.
+//
+// After a crash Open seeks from the stored head to the first live
+// message, as it always did; the seek steps over the run's tombstones, at
+// most 1,024 numbers (a counter of the keys its iterator steps on proves
+// it in tests/crash). Every number from the stored head to that message
+// below the count's end was a live message when the value was written and
+// was consumed since (the run's rules make it so, whichever batches the
+// crash kept), so Open takes exactly that many from the stored count.
 //
 // The state value also counts the live messages below countTo, the
 // watermark when it was computed: every enqueue below it has committed or
 // failed, so memory knows how many messages they added, and every consume
-// applied before is in the count last stored. Open then reads the state,
+// applied before is in the count last stored or in the run after it. Open then reads the state,
 // seeks to the first live message from the head, and counts only the
 // messages from countTo to the end of the queue: a few seeks whatever the
 // queue holds (measured: BENCHMARKS.md, "Queues"), and the same with a
 // straggler leased and never acknowledged at the head. A state value
 // written before counts existed (tag 0x01) makes that one Open walk every
 // live message from the head, as every Open used to; the next consume
-// writes a count.
+// writes a count. Tag 0x02 says no consume followed the value.
 //
 // Enqueues do not write the state key; DB.Close does, for every queue
-// with messages enqueued since it was stored, so after a clean close Open
-// walks none. After a crash, Open walks and counts the messages enqueued
-// since the last consume (about 1 µs a message: a queue that was only
-// ever filled, a million messages deep, takes about a second to open
-// after a crash). Two costs keep enqueues away from it. Writing it in
+// with messages enqueued or consumed since it was stored, so after a clean
+// close Open walks none. After a crash, Open walks and counts the messages
+// enqueued since the key was last written (about 1 µs a message: a queue
+// that was only ever filled, a million messages deep, takes about a
+// second to open after a crash). Two costs keep enqueues away from it. Writing it in
 // every enqueue would put every enqueue of the DB under the state lock:
 // measured with 8 producers, that made enqueues 1.4-1.8x slower without
 // sync and 1.1-1.3x slower with it (BenchmarkEnqueueState). And writing it
@@ -247,6 +276,10 @@
 // down the tree whole: while a queue filled, Pebble rewrote every message
 // in compactions, and filling it took about 2.6 times the CPU it takes
 // without them (BENCHMARKS.md, "The queue-state key and compactions").
+// A queue being consumed in order still writes the key once in 1,024
+// numbers (every consume wrote it before), so the tables flushed while it
+// drains hold it; what Pebble compacts there is mostly tombstones and the
+// messages they delete.
 // The tail after a restart is max(stored tail, last message + 1, last
 // dead letter + 1).
 //
@@ -261,8 +294,9 @@
 // thousands of them (16x slower at 20 per ack, 55x at 5). Every number is
 // consumed exactly once, so tombstones never overlap. Messages
 // acknowledged out of order are deleted as well; only the in-memory head
-// waits for the oldest unacknowledged message. No read ever passes a
-// tombstone: reads start at the head. Pebble's compactions drop the
+// waits for the oldest unacknowledged message. No read passes a
+// tombstone, reads starting at the head, but for Open after a crash,
+// which passes those of at most 1,024 numbers (see above). Pebble's compactions drop the
 // tombstones and the data they cover in the background.
 //
 // # Leases in memory (Pebble)

@@ -13,7 +13,7 @@ import (
 // Keys of one queue (see the package doc):
 //
 //	item         02 | name | asc(seq)   header + payload
-//	state        03 | name              0x01 | uvarint head | uvarint tail
+//	state        03 | name              0x01 | uvarint head | uvarint tail (0x02, 0x03: | uvarint count | uvarint countTo)
 //	dead letter  05 | name | asc(seq)   header + payload
 //	control      0C | name              0x01 | uvarint flags | uvarint maxInFlight [0x02: | leases]
 type keys struct {
@@ -100,24 +100,27 @@ func parseHeader(v []byte, tag byte) (header, []byte, error) {
 
 // state is what the queue-state key holds. Every sequence number below head
 // is consumed (acknowledged, popped or dead-lettered) and deleted; tail is
-// at most the next sequence number to assign. Both are lower bounds written
-// by the batch that deletes items; see the package doc for why that is
-// crash-consistent. If counted, count is the number of live messages below
-// countTo (Pebble writes it; a store written before it existed, or by a
-// shared engine, has none).
+// at most the next sequence number to assign. Both are lower bounds; see
+// the package doc for why that is crash-consistent. If counted, count is
+// the number of live messages below countTo when the value was written
+// (Pebble writes it; a store written before it existed, or by a shared
+// engine, has none). If run, consumes may have followed the value without
+// writing it: a contiguous run of messages from head, which Open finds
+// and takes off the count (see "Head, tail and crash consistency" in the
+// package doc).
 type state struct {
 	head, tail     int64
-	counted        bool
+	counted, run   bool
 	count, countTo int64
 }
 
 func appendState(dst []byte, s state) []byte {
-	return queuefmt.AppendState(dst, queuefmt.State{Head: s.head, Tail: s.tail, Counted: s.counted, Count: s.count, CountTo: s.countTo})
+	return queuefmt.AppendState(dst, queuefmt.State{Head: s.head, Tail: s.tail, Counted: s.counted, Count: s.count, CountTo: s.countTo, Run: s.run})
 }
 
 func parseState(v []byte) (state, error) {
 	s, err := queuefmt.ParseState(v)
-	return state{head: s.Head, tail: s.Tail, counted: s.Counted, count: s.Count, countTo: s.CountTo}, err
+	return state{head: s.Head, tail: s.Tail, counted: s.Counted, run: s.Run, count: s.Count, countTo: s.CountTo}, err
 }
 
 // maxSeq bounds sequence numbers.

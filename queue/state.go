@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sync"
 
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 )
 
@@ -74,20 +75,25 @@ func newTxState() any { return txStates.Get() }
 
 type txStateKey struct{}
 
-// stateWrite is the state a Tx writes for one queue: computed in the
+// stateWrite is the state a Tx writes for one queue: decided in the
 // prepare hook from what the Tx consumes, recorded once applied.
 type stateWrite struct {
 	c        *core
 	consumed []*entry
+	write    bool // the Tx writes st; if not, its consumes extend the run to front
 	st       state
 	enq      int64 // c.enqueued when st was computed
+	front    int64
 }
 
-// writeState makes tx write c's queue-state key, with the head moved past
-// es (which tx consumes) and the tail at the next sequence number to
-// assign, both computed just before the batch is applied. Several calls in
-// one Tx for one queue add up. es is the caller's until tx is applied or
-// aborted: it must not change it meanwhile.
+// writeState makes tx account for what it consumes of c's queue: es, the
+// entries it consumes (nil for none). Just before the batch is applied it
+// either writes c's queue-state key, with the head moved past es and the
+// tail at the next sequence number to assign, or, when es extends the run
+// of consumes that need not write it (see extendsRun), leaves the key as
+// it is. A Tx that consumes nothing (es nil: Close) always writes it.
+// Several calls in one Tx for one queue add up. es is the caller's until
+// tx is applied or aborted: it must not change it meanwhile.
 func (c *core) writeState(tx *link.Tx, es []*entry) {
 	// (Allocations matter here: an Ack of one message runs this.)
 	ts := c.txState(tx)
@@ -120,7 +126,9 @@ func (ts *txState) prepare() error {
 	ts.locked = true
 	for i := range ts.writes {
 		w := &ts.writes[i]
-		w.st, w.enq = w.c.stateFor(w.consumed)
+		if w.c.decide(w); !w.write {
+			continue
+		}
 		// The batch copies the value, so one buffer serves every queue.
 		if err := ts.tx.Batch.Set(w.c.k.state, appendState(ts.buf[:0], w.st)); err != nil {
 			return err
@@ -142,12 +150,12 @@ func (ts *txState) prepare() error {
 }
 
 // applied records the values as the queues' newest stored state and
-// control, releases the lock and recycles ts: the Tx runs none of its
-// hooks after this.
+// control (or the runs the consumes extend), releases the lock and
+// recycles ts: the Tx runs none of its hooks after this.
 func (ts *txState) applied() {
 	for i := range ts.writes {
 		w := &ts.writes[i]
-		w.c.stored(w.st, w.enq)
+		w.c.stored(w)
 	}
 	for i := range ts.controls {
 		w := &ts.controls[i]
@@ -183,37 +191,115 @@ func (ts *txState) recycle() {
 	txStates.Put(ts)
 }
 
+// decide sets w.write, and w.st or w.front, for a batch that consumes
+// w.consumed, under the state lock: the batch leaves the state key as it
+// is when its consumes extend the run (extendsRun), and otherwise writes
+// stateFor's value.
+func (c *core) decide(w *stateWrite) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if front, ok := c.extendsRun(w.consumed); ok {
+		w.write, w.front = false, front
+		return
+	}
+	w.write = true
+	w.st, w.enq = c.stateFor(w.consumed)
+}
+
+// extendsRun reports whether a batch that consumes es may leave the
+// queue-state key as it is, and returns the end of the run it makes. The
+// stored value must be a run state (tag 0x03: its head was a live message
+// when it was written, or at its count's end), and the batches applied
+// since it must each have done the same, so that the messages consumed
+// since it form one run [last.head, front): es must be the numbers
+// [front, end) and end at most knobs.Queue.StateEvery past last.head.
+// And end must hold a live message that no applied batch consumed, or
+// lie at or past the stored count's end: then after a crash that keeps
+// this batch and loses every later one, the first live message at or
+// after the stored head is end (or past the count's end), so Open finds
+// the run as [head, first live message), steps over at most StateEvery
+// consumed numbers to get there, and takes from the count exactly the
+// messages of the run below its end. Consumes out of order, or that skip
+// a gap, write the key, as every consume did before.
+func (c *core) extendsRun(es []*entry) (int64, bool) {
+	if !c.last.run || len(es) == 0 {
+		return 0, false
+	}
+	lo, hi := es[0].seq, es[0].seq
+	for _, e := range es[1:] {
+		lo, hi = min(lo, e.seq), max(hi, e.seq)
+	}
+	// Entries are distinct, so len(es) numbers in [lo, hi] are all of it.
+	end := hi + 1
+	if lo != c.front || end-lo != int64(len(es)) || end-c.last.head > int64(knobs.Queue.StateEvery) {
+		return 0, false
+	}
+	return end, c.holds(end, c.last.countTo)
+}
+
+// holds reports whether seq is at or past countTo, or a live message that
+// no batch applied so far consumed: a delivered message still in [head,
+// cursor), or the message at the cursor, which is below the watermark
+// (countTo is at most the watermark) and so committed, unless an aborted
+// enqueue left it empty. The caller holds mu.
+func (c *core) holds(seq, countTo int64) bool {
+	switch {
+	case seq >= countTo:
+		return true
+	case seq < c.cursor:
+		e := c.entryAt(seq)
+		return e != nil && !e.gone
+	case seq == c.cursor:
+		return seq >= c.abortedTo
+	}
+	return false
+}
+
 // stateFor is the queue-state value for a batch that consumes es, computed
 // under the state lock. head is the oldest message the batch leaves
-// unconsumed, counting every other write in flight as not done, or the
-// head last stored if that is later: a batch applied before this one
-// (whose commit has not returned yet, so memory still counts its messages)
-// may have stored a later head, and the stored head never moves back. The
-// stored value describes every batch applied before it too, and a crash
-// never keeps a later write while losing an earlier one. tail is the next
-// sequence number to assign, which only grows.
+// unconsumed, counting the batches applied before it (whose commits may
+// not have returned yet) as done and every other write in flight as not
+// done, or the head last stored if that is later. A crash never keeps a
+// later write while losing an earlier one, so if it keeps this value it
+// keeps those batches too, and the stored head never moves back. tail is
+// the next sequence number to assign, which only grows. The value is a
+// run state if head holds (see holds), so that later consumes may extend
+// a run from it.
 //
 // count is exact for the messages below countTo, the watermark: every
 // enqueue below it has committed or aborted, so the messages committed
 // since the last stored state are known, and the consumes applied before
-// this batch are in the last stored count. (A batch applied before this
-// one but not yet returned does not matter: its own count was stored.)
-// It returns the count of enqueued messages the value includes.
+// this batch are in the last stored count or in unstored. (A batch
+// applied before this one but not yet returned does not matter: it
+// counted itself.) It returns the count of enqueued messages the value
+// includes.
 func (c *core) stateFor(es []*entry) (state, int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	h := c.headWithout(es)
+	head := max(c.last.head, h)
+	countTo := max(c.last.countTo, c.watermark)
 	return state{
-		head:    max(c.last.head, c.headWithout(es)),
+		head:    head,
 		tail:    max(c.last.tail, c.next),
 		counted: true,
-		count:   max(c.last.count+(c.enqueued-c.lastEnqueued)-int64(len(es)), 0),
-		countTo: max(c.last.countTo, c.watermark),
+		run:     head == h && c.holds(head, countTo),
+		count:   max(c.last.count+(c.enqueued-c.lastEnqueued)-c.unstored-int64(len(es)), 0),
+		countTo: countTo,
 	}, c.enqueued
 }
 
-// stored records st as applied; it counted enq enqueued messages.
-func (c *core) stored(st state, enq int64) {
+// stored records what an applied batch did: its consumes are gone from the
+// store, and it wrote w.st (which counted w.enq enqueued messages) or
+// extended the run to w.front.
+func (c *core) stored(w *stateWrite) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.last, c.lastEnqueued = st, enq
+	for _, e := range w.consumed {
+		e.gone = true
+	}
+	if w.write {
+		c.last, c.lastEnqueued, c.unstored, c.front = w.st, w.enq, 0, w.st.head
+		return
+	}
+	c.unstored += int64(len(w.consumed))
+	c.front = w.front
 }

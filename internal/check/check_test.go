@@ -71,6 +71,15 @@ func TestHealthy(t *testing.T) {
 	require.EqualValues(t, 3, r.Messages)
 }
 
+// A run state (tag 0x03) counts the messages consumed since it was written
+// (the numbers from its head to the first message, 1 and 2 here) as live:
+// the check takes them off.
+func TestHealthyRun(t *testing.T) {
+	s, set := store(t)
+	set(codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 5, Counted: true, Count: 4, CountTo: 5, Run: true}))
+	require.NoError(t, check.Store(s, check.Options{Values: true, FormatVersion: tipkv.FormatVersion}).Err())
+}
+
 // Each broken invariant is found and named.
 func TestProblems(t *testing.T) {
 	cases := []struct {
@@ -83,6 +92,7 @@ func TestProblems(t *testing.T) {
 		{"a message below the head", [][]byte{qkey(0x02, "q", 1), item()}, "queue", "below the queue's head 3"},
 		{"a message that is a dead letter too", [][]byte{qkey(0x05, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{}), 1)}, "queue", "both a message and a dead letter"},
 		{"a wrong count", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 1, CountTo: 5})}, "queue", "counts 1 messages below 5, the queue holds 2"},
+		{"a wrong count after a run", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 5, Counted: true, Count: 3, CountTo: 5, Run: true})}, "queue", "counts 3 messages below 5 (1 without the run consumed since), the queue holds 2"},
 		{"head past tail", [][]byte{codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 9, Tail: 5})}, "queue", "head 9 is past tail 5"},
 		{"an unknown family", [][]byte{{0x0e, 0x01}, {0x01}}, "key", "unknown family 0x0e"},
 		{"a control value with an unknown flag", [][]byte{codec.AppendString([]byte{0x0c}, "q"), {0x01, 0x04, 0x00}}, "value", "queue control: "},

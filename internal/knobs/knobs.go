@@ -74,8 +74,16 @@ var Queue = struct {
 	// package doc): a knob only so that BenchmarkEnqueueState can measure
 	// what that would cost.
 	EnqueueWritesState bool
+	// StateEvery is the most sequence numbers past the stored head that
+	// consumes may cover before one of them writes the queue-state key
+	// (on an exclusive engine; see "Head, tail and crash consistency" in
+	// queue's package doc): after a crash, Open steps over at most that
+	// many consumed positions. The default is 1024; tests lower it to
+	// cross its boundary often.
+	StateEvery int
 }{
 	ConsumedRangeMin: 128,
+	StateEvery:       1024,
 }
 
 // Set sets *k, one of the knobs, to v until the returned function is

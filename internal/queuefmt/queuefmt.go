@@ -12,6 +12,7 @@
 //	with metadata                       tag|0x20 | the same fields | [headers] | uvarint len | metadata | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
+//	run          03 | name              0x03 | the same as 0x02
 //	control      0C | name              0x01 | uvarint flags | uvarint maxInFlight
 //	counted      0C | name              0x02 | the same | uvarint n | n times: uvarint seq | varint end
 //
@@ -40,6 +41,16 @@
 // live message: it counts only the messages at countTo and after. A reader
 // that predates tags 0x02 (state) and 0x1x (items) takes such values for
 // corrupt.
+//
+// The run state (tag 0x03, written by exclusive engines since store format
+// 4) holds the same fields, and says that consumes may have followed it
+// without writing the key: only a contiguous run of messages from head, so
+// that the messages the store no longer holds in [head, min(first live
+// message, countTo)) are exactly the counted ones consumed since, and
+// count less their number is the count now. head is then a live message
+// when the value was written, or at countTo. Under tag 0x02 nothing was
+// consumed since the value was written. A reader that predates tag 0x03
+// takes it for corrupt.
 //
 // The control key (family 0x0C) holds what a queue's owner set about its
 // deliveries: flag 0x01 pauses it, and maxInFlight, when not 0, caps the
@@ -79,6 +90,7 @@ const (
 	LeasedFormat  = 0x04 // a message in the queue, leased until at (shared engines)
 	StateFormat   = 0x01 // the queue-state key
 	CountedFormat = 0x02 // the queue-state key with a count of live messages
+	RunFormat     = 0x03 // the counted state, which consumes may have followed
 	ControlFormat = 0x01 // the queue-control key
 	CountedLeases = 0x02 // the queue-control key with the leases it counts
 
@@ -261,18 +273,25 @@ func ParseItem(v []byte) (h Header, leased bool, payload []byte, err error) {
 // State is what the queue-state key holds: every sequence number below Head
 // is consumed and deleted; Tail is at most the next one to assign. Both are
 // lower bounds (see the queue package doc). If Counted, Count is the
-// number of live messages below CountTo (at most Tail).
+// number of live messages below CountTo (at most Tail) when the value was
+// written. If Run (which implies Counted), consumes may have followed it
+// unstored: a contiguous run of the messages from Head (see the package
+// doc).
 type State struct {
 	Head, Tail     int64
 	Counted        bool
 	Count, CountTo int64
+	Run            bool
 }
 
-// AppendState appends the encoding of s to dst: tag CountedFormat if s is
-// Counted, StateFormat if not.
+// AppendState appends the encoding of s to dst: tag RunFormat if s is Run,
+// else CountedFormat if it is Counted, else StateFormat.
 func AppendState(dst []byte, s State) []byte {
 	tag := byte(StateFormat)
-	if s.Counted {
+	switch {
+	case s.Run:
+		tag = RunFormat
+	case s.Counted:
 		tag = CountedFormat
 	}
 	dst = append(dst, tag)
@@ -287,12 +306,12 @@ func AppendState(dst []byte, s State) []byte {
 
 // ParseState decodes a queue-state value.
 func ParseState(v []byte) (State, error) {
-	if len(v) == 0 || (v[0] != StateFormat && v[0] != CountedFormat) {
-		return State{}, fmt.Errorf("%w: queue state does not start with tag 0x%02x or 0x%02x", codec.ErrCorrupt, StateFormat, CountedFormat)
+	if len(v) == 0 || (v[0] != StateFormat && v[0] != CountedFormat && v[0] != RunFormat) {
+		return State{}, fmt.Errorf("%w: queue state does not start with tag 0x%02x, 0x%02x or 0x%02x", codec.ErrCorrupt, StateFormat, CountedFormat, RunFormat)
 	}
 	var nums [4]int64
 	n := 2
-	if v[0] == CountedFormat {
+	if v[0] != StateFormat {
 		n = 4
 	}
 	rest := v[1:]
@@ -305,7 +324,7 @@ func ParseState(v []byte) (State, error) {
 	}
 	s := State{Head: nums[0], Tail: nums[1]}
 	if n == 4 {
-		s.Counted, s.Count, s.CountTo = true, nums[2], nums[3]
+		s.Counted, s.Count, s.CountTo, s.Run = true, nums[2], nums[3], v[0] == RunFormat
 		if s.CountTo > s.Tail {
 			return State{}, fmt.Errorf("%w: queue state: count end %d past tail %d", codec.ErrCorrupt, s.CountTo, s.Tail)
 		}

@@ -32,7 +32,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("an item with tag 0x%02x: %v", tag, err)
 		}
 	}
-	for _, s := range []queuefmt.State{{Head: 7, Tail: 9}, {Head: 7, Tail: 9, Counted: true, Count: 2, CountTo: 9}} {
+	for _, s := range []queuefmt.State{{Head: 7, Tail: 9}, {Head: 7, Tail: 9, Counted: true, Count: 2, CountTo: 9}, {Head: 7, Tail: 9, Counted: true, Count: 2, CountTo: 9, Run: true}} {
 		gs, err := queuefmt.ParseState(queuefmt.AppendState(nil, s))
 		if err != nil || gs != s {
 			t.Fatalf("state %+v %v", gs, err)
