@@ -168,6 +168,20 @@ func TestMultiProcessChild(t *testing.T) {
 // that the projection holds every event up to the cursor exactly once, in
 // order, whatever member projected it (see proctest.Rig.WaitProjected).
 func TestMembersKilled(t *testing.T) {
+	runMembers(t, func(rig *proctest.Rig, active string) string {
+		rig.Kill(t, active)
+		next := rig.WaitProjected(t, 20, "after "+active+" was killed")
+		require.NotEqual(t, active, next, "the standby took over")
+		rig.Restart(t, active)
+		return next
+	})
+}
+
+// runMembers runs two member processes of one group, with a producer and
+// a consumer, on a new table; three times, fault does something to the
+// active member and returns the one active after it; then the children
+// stop and proctest checks the projection and everything else.
+func runMembers(t *testing.T, fault func(rig *proctest.Rig, active string) string) {
 	if testing.Short() {
 		t.Skip("-short: runs child processes for about 20 s")
 	}
@@ -181,11 +195,7 @@ func TestMembersKilled(t *testing.T) {
 	})
 	active := rig.WaitProjected(t, 20, "at the start")
 	for range 3 {
-		rig.Kill(t, active)
-		next := rig.WaitProjected(t, 20, "after "+active+" was killed")
-		require.NotEqual(t, active, next, "the standby took over")
-		rig.Restart(t, active)
-		active = next
+		active = fault(rig, active)
 	}
 	rig.Stop(t)
 	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(t), Table: table}, &tipkv.Options{Clock: proctest.LaterClock})
@@ -202,28 +212,11 @@ func TestMembersKilled(t *testing.T) {
 // proctest checks that the projection still holds every event up to the
 // cursor exactly once, in order.
 func TestMembersStopped(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: runs child processes for about 20 s")
-	}
-	table := newTable(t)
-	openStore(t, sqlkv.Config{Table: table}) // makes the table
-	rig := proctest.Start(t, proctest.Config{
-		Child:     "TestMultiProcessChild",
-		Env:       []string{mpDSNEnv + "=" + dsn(t), mpTableEnv + "=" + table},
-		Producers: 1, Consumers: 1, Members: 2,
-		Lease: time.Second,
-	})
-	active := rig.WaitProjected(t, 20, "at the start")
-	for range 3 {
+	runMembers(t, func(rig *proctest.Rig, active string) string {
 		rig.FreezeInUpdate(t, active)
 		next := rig.WaitProjected(t, 20, "while "+active+" was stopped")
 		require.NotEqual(t, active, next, "the standby took over")
 		rig.Thaw(t, active)
-		active = rig.WaitProjected(t, 20, "after the stopped member went on")
-	}
-	rig.Stop(t)
-	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(t), Table: table}, &tipkv.Options{Clock: proctest.LaterClock})
-	require.NoError(t, err)
-	defer db.Close()
-	rig.Check(t, db)
+		return rig.WaitProjected(t, 20, "after the stopped member went on")
+	})
 }
