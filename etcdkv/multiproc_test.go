@@ -99,3 +99,37 @@ func TestMultiProcessChild(t *testing.T) {
 		return etcdkv.Open(ctx, etcdkv.Config{Endpoints: strings.Split(endpoints, ","), Namespace: ns, RequestTimeout: 5 * time.Second}, nil)
 	})
 }
+
+// Consumer-group members in two processes on the in-process cluster: the
+// active member stops itself (SIGSTOP) inside its Update, between the
+// Advance that checked its lease and the commit, while its standby takes
+// the group over; sent on (SIGCONT), it commits believing it holds the
+// group, and the group's fencing must refuse it (proctest's Check fails
+// on a late commit, and checks the projection up to the cursor exactly
+// once, in order). sqlkv's TestMembersStopped is the same on PostgreSQL.
+func TestMembersStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs child processes for about 20 s")
+	}
+	eps := etcdkv.ClusterForTest().Endpoints()
+	ns := etcdkv.NamespaceForTest(t)
+	rig := proctest.Start(t, proctest.Config{
+		Child:     "TestMultiProcessChild",
+		Env:       []string{mpEnv + "=" + strings.Join(eps, ",") + "|" + ns},
+		Producers: 1, Consumers: 1, Members: 2,
+		Lease: time.Second, Backlog: 200,
+	})
+	active := rig.WaitProjected(t, 20, "at the start")
+	for range 3 {
+		rig.FreezeInUpdate(t, active)
+		next := rig.WaitProjected(t, 20, "while "+active+" was stopped")
+		require.NotEqual(t, active, next, "the standby took over")
+		rig.Thaw(t, active)
+		active = rig.WaitProjected(t, 20, "after the stopped member went on")
+	}
+	rig.Stop(t)
+	db, err := etcdkv.Open(context.Background(), etcdkv.Config{Endpoints: eps, Namespace: ns}, &tipkv.Options{Clock: proctest.LaterClock})
+	require.NoError(t, err)
+	defer db.Close()
+	rig.Check(t, db)
+}

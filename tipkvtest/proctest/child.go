@@ -85,8 +85,14 @@ func Child(t *testing.T, open func(ctx context.Context, role string) (*tipkv.DB,
 	go func() { // commands from the parent; it closes stdin: finish
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
-			if sc.Text() == "freeze" {
+			switch sc.Text() {
+			case "freeze":
 				freezeNext.Store(true)
+			case "thaw":
+				select {
+				case thawed <- struct{}{}:
+				default:
+				}
 			}
 		}
 		cancel()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,9 +30,13 @@ import (
 // requires the projection to hold every event of the feed up to the
 // group's cursor exactly once, in order, and nothing past it, and every
 // PROJ-OK to be in it.
-// freezeNext makes a member child's next projecting Update stop its
-// process (Rig.FreezeInUpdate).
-var freezeNext atomic.Bool
+// freezeNext makes a member child's next projecting Update wait inside
+// itself for thawed (Rig.FreezeInUpdate), the parent having stopped the
+// process meanwhile.
+var (
+	freezeNext atomic.Bool
+	thawed     = make(chan struct{}, 1)
+)
 
 const (
 	projGroup  = "projector"
@@ -58,11 +61,14 @@ func (r *Rig) WaitProjected(t testing.TB, n int, what string) string {
 	return r.log.projBy
 }
 
-// FreezeInUpdate has the member child of role stop itself (SIGSTOP) in
-// its next projecting Update, between the Advance that checked its lease
-// and the commit, and returns once it reported so: a process paused at
-// the worst moment, which will send its commit believing it holds the
-// group. It fails the test after 2 minutes without. Thaw sends it on.
+// FreezeInUpdate stops the member child of role (SIGSTOP) in its next
+// projecting Update, between the Advance that checked its lease and the
+// commit: the child reports FROZEN there and waits for Thaw's word, and
+// the parent stops it once it reported (a process stopping itself with a
+// signal to itself may run on a little first: seen committing before it
+// stopped). A process paused at the worst moment, which will send its
+// commit believing it holds the group. It fails the test after 2 minutes
+// without. Thaw sends it on.
 func (r *Rig) FreezeInUpdate(t testing.TB, role string) {
 	t.Helper()
 	r.mu.Lock()
@@ -76,7 +82,10 @@ func (r *Rig) FreezeInUpdate(t testing.TB, role string) {
 		t.Fatal(err)
 	}
 	r.log.wait(t, "until "+self+" froze in its Update", func() bool { return r.log.last[self] == "FROZEN" })
-	t.Logf("child %s stopped itself in its Update", self)
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGSTOP child %s in its Update", self)
 }
 
 // member projects the feed while it holds the group, until ctx ends.
@@ -121,9 +130,9 @@ func (w *workload) project(ctx context.Context, m *versioned.Member[doc], e vers
 }
 
 // late is Rig.FreezeInUpdate's Update: it advances the group's cursor
-// past e without projecting it, and stops the process (SIGSTOP) between
-// the Advance that checked the lease and the commit, until the parent
-// sends it on. Nothing else in it could conflict with the member that
+// past e without projecting it, and waits between the Advance that
+// checked the lease and the commit (the parent stops the process there)
+// until the parent sends it on. Nothing else in it could conflict with the member that
 // takes the group over meanwhile, so only the group's fencing can refuse
 // it; it reports LATE-OK if it committed, which Check fails: the cursor
 // would then have moved over an event nobody projected.
@@ -133,7 +142,8 @@ func (w *workload) late(m *versioned.Member[doc], e versioned.Event[doc]) {
 			return err
 		}
 		w.out.printf("FROZEN %d %d %s", e.Position, m.Epoch(), w.self)
-		return syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		<-thawed
+		return nil
 	})
 	w.out.printf("%s %d %d %s", outcome("LATE", err), e.Position, m.Epoch(), w.self)
 }

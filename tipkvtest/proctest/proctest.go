@@ -288,6 +288,9 @@ func (r *Rig) Thaw(t testing.TB, role string) {
 	if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := io.WriteString(c.stdin, "thaw\n"); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("SIGCONT child %s", role)
 }
 
