@@ -104,36 +104,8 @@ func putWorkingSetSized(b *testing.B, n, size int) func() {
 // Pebble (tipkv's options) and returns a one-Set commit of the next
 // version of a random one.
 func setWorkingSet(b *testing.B, n int) func() {
-	cache := pebble.NewCache(128 << 20)
-	defer cache.Unref()
-	db, err := pebble.Open(filepath.Join(b.TempDir(), "raw"), pebblestore.Options(pebblestore.Config{MemTableSize: 16 << 20}, cache))
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = db.Close() })
-	val := make([]byte, vbValueSize)
-	prefixes := make([][]byte, n)
-	versions := make([]int64, n)
-	batch := db.NewBatch()
-	for i := range prefixes {
-		prefixes[i] = vbPrefix(fmt.Sprintf("document-%07d", i))
-		versions[i] = 1
-		require.NoError(b, batch.Set(codec.AppendDesc(prefixes[i], 1), val, nil))
-		if batch.Len() > 4<<20 {
-			require.NoError(b, batch.Commit(pebble.NoSync))
-			batch = db.NewBatch()
-		}
-	}
-	require.NoError(b, batch.Commit(pebble.NoSync))
-	require.NoError(b, db.Compact(b.Context(), []byte{0}, []byte{0xff}, true))
-	rng := rand.New(rand.NewPCG(uint64(n), 1))
-	var key []byte
-	return func() {
-		i := rng.IntN(n)
-		versions[i]++
-		key = codec.AppendDesc(append(key[:0], prefixes[i]...), versions[i])
-		if err := db.Set(key, val, pebble.NoSync); err != nil {
-			b.Fatal(err)
-		}
-	}
+	set, _ := setWorkingSetOpts(b, n, make([]byte, vbValueSize), false)
+	return set
 }
 
 // issue 30's Put among 1,000,000 documents with 1 KiB values (random,
@@ -158,7 +130,7 @@ func BenchmarkPutWorkingSetValueSeparation(b *testing.B) {
 		st = map[string]store{}
 		for _, blob := range []bool{false, true} {
 			for _, n := range []int{small, large} {
-				set, get := setWorkingSetOpts(b, n, size, blob)
+				set, get := setWorkingSetOpts(b, n, randomValue(size), blob) // incompressible, as most 1 KiB documents are not runs of zeros
 				st[fmt.Sprintf("%d/%v", n, blob)] = store{set, get}
 			}
 		}
@@ -188,9 +160,9 @@ func BenchmarkPutWorkingSetValueSeparation(b *testing.B) {
 	})
 }
 
-// setWorkingSetOpts is setWorkingSet with size-byte values, optionally
+// setWorkingSetOpts is setWorkingSet with the values val, optionally
 // separated into blob files, and also returns a Get of a random key.
-func setWorkingSetOpts(b *testing.B, n, size int, blob bool) (set, get func()) {
+func setWorkingSetOpts(b *testing.B, n int, val []byte, blob bool) (set, get func()) {
 	cache := pebble.NewCache(128 << 20)
 	defer cache.Unref()
 	opts := pebblestore.Options(pebblestore.Config{MemTableSize: 16 << 20}, cache)
@@ -204,7 +176,7 @@ func setWorkingSetOpts(b *testing.B, n, size int, blob bool) (set, get func()) {
 	db, err := pebble.Open(dir, opts)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = db.Close() })
-	val := randomValue(size) // incompressible, as most 1 KiB documents are not runs of zeros
+	size := len(val)
 	prefixes := make([][]byte, n)
 	versions := make([]int64, n)
 	batch := db.NewBatch()
