@@ -145,6 +145,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{Attempts: 4, Enqueued: 5, At: 6}))
 	f.Add(queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 2}))
 	f.Add(queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 9, Counted: true, Count: 3, CountTo: 8}))
+	f.Add(queuefmt.AppendState(nil, queuefmt.State{Head: 1, Tail: 9, Counted: true, Count: 3, CountTo: 8, Run: true}))
 	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Attempts: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), "x"...))
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Headers: queuefmt.AppendPair(queuefmt.AppendPair(nil, "a", "1"), "b", "2")}))
 	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Enqueued: 2, Headers: queuefmt.AppendPair(nil, "k", "v"), Meta: []byte{0x01, 0x02}}), "x"...))
