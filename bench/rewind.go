@@ -202,20 +202,18 @@ func (r *tipkvRewind) walk(t time.Time, n int) (int, error) {
 func (r *tipkvRewind) close() error { return r.db.Close() }
 
 // badgerRewind keeps each document as one key whose versions are commit
-// timestamps in Unix ns.
+// timestamps in Unix ns, in a managed-mode DB opened, settled and closed
+// as badgerVersions' is.
 type badgerRewind struct {
-	db   *badger.DB
-	opts badger.Options
-	sink []byte
+	*badgerVersions
 }
 
 func openBadgerRewind(dir string, cfg config) (*badgerRewind, error) {
-	opts := badgerOptions(dir, cfg, false).WithDetectConflicts(false)
-	db, err := badger.OpenManaged(opts)
+	b, err := openBadgerVersions(dir, cfg, false)
 	if err != nil {
 		return nil, err
 	}
-	return &badgerRewind{db: db, opts: opts}, nil
+	return &badgerRewind{b}, nil
 }
 
 func (b *badgerRewind) load(cfg config, at time.Time, every int, value []byte) error {
@@ -233,20 +231,6 @@ func (b *badgerRewind) load(cfg config, at time.Time, every int, value []byte) e
 		}
 	}
 	return nil
-}
-
-// settle closes and reopens the DB (Badger has no flush call) and
-// flattens the tree, as badgerVersions.settle.
-func (b *badgerRewind) settle() error {
-	if err := b.db.Close(); err != nil {
-		return err
-	}
-	db, err := badger.OpenManaged(b.opts)
-	if err != nil {
-		return err
-	}
-	b.db = db
-	return db.Flatten(2)
 }
 
 func (b *badgerRewind) walk(t time.Time, n int) (int, error) {
@@ -271,5 +255,3 @@ func (b *badgerRewind) walk(t time.Time, n int) (int, error) {
 	}
 	return k, nil
 }
-
-func (b *badgerRewind) close() error { return b.db.Close() }
