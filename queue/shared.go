@@ -466,7 +466,7 @@ func (c *core) advanceHead() {
 // payload (which aliases v).
 func parseItem(v []byte) (header, bool, []byte, error) {
 	h, leased, payload, err := queuefmt.ParseItem(v)
-	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta}, leased, payload, err
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta, group: h.Group}, leased, payload, err
 }
 
 // itemValue is the stored bytes of an item: leased (until h.at) or not.

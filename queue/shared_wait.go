@@ -173,13 +173,20 @@ func (c *core) sleeping(d int) {
 func (c *core) nextVisible(now time.Time) (next int64, visible bool, err error) {
 	nowNS := now.UnixNano()
 	next = math.MaxInt64
+	wins := windows{size: c.window}
 	err = c.scan(64, func(seq int64, v []byte) (bool, error) {
-		if c.claimed(seq) {
+		claimed := c.claimed(seq)
+		h, leased, _, err := parseItem(v)
+		if err == nil && wins.behind(h) {
+			// Its window opens when an older message of its group is
+			// consumed: a write, which wakes this Wait.
+			return true, nil
+		}
+		if claimed {
 			// A delivery of this process is taking it; if it fails, it
 			// wakes this Wait.
 			return true, nil
 		}
-		h, leased, _, err := parseItem(v)
 		if err != nil {
 			visible = true
 			return false, nil

@@ -58,6 +58,7 @@ func queueCases() []testCase {
 		{"NamesErrors", testQueueNamesErrors},
 		{"UseAfterClose", testQueueUseAfterClose},
 		{"Model", testQueueModel},
+		{"ModelGroups", testQueueModelGroups},
 		{"SharedPopNeverTwice", testQueueSharedPop},
 		{"SharedLeaseNotStolen", testQueueSharedLease},
 		{"SharedWaitWakes", testQueueSharedWait},
