@@ -166,9 +166,9 @@ type entry struct {
 	attempts uint32    // deliveries, as of the last one in this process
 	state    entryState
 	removed  bool
-	gone     bool // consumed by a batch that is applied, its commit maybe not yet returned
-	mark     bool // scratch, under mu
-	slot     bool // counted in core.nslots: leased, or busy while its lease is taken or acknowledged
+	gone     bool   // consumed by a batch that is applied, its commit maybe not yet returned
+	mark     bool   // scratch, under mu
+	slot     bool   // counted in core.nslots: leased, or busy while its lease is taken or acknowledged
 	grp      *group // the message's group, nil for none
 }
 
