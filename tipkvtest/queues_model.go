@@ -264,8 +264,11 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int, groups bool)
 			}
 		case r < 54:
 			k, n := rng.IntN(3), 1+rng.IntN(8)
-			if rng.IntN(2) == 0 {
-				n = 1 << 20 // everything visible, the new messages too
+			if rng.IntN(2) == 0 && !(groups && caps.MaxBatchOps > 0) {
+				// Everything visible, the new messages too. (Not where
+				// the Pop takes several calls and groups are on: each
+				// call's pops open their groups' windows for the next.)
+				n = 1 << 20
 			}
 			op = fmt.Sprintf("ack in an Update that commits after an enqueue %d and a pop %d", k, n)
 			var ids []queue.ID
