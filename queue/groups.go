@@ -1,11 +1,13 @@
 package queue
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/tipkv/tipkv"
+	"github.com/tipkv/tipkv/internal/knobs"
 )
 
 // Message groups on Pebble (see "Message groups" in the package doc).
@@ -108,11 +110,39 @@ func (c *core) leaveGroup(e *entry) {
 // windows counts the messages of each group that a read of a queue from
 // its head has seen, to tell which are in their group's window (shared
 // engines, where such a read sees every live message of a group before
-// the one at hand).
+// the one at hand). It also passes over runs of messages an earlier read
+// found behind their windows (see blockedRun), and records new ones.
 type windows struct {
 	size int
 	seen map[string]int
+
+	runs   []blockedRun // known runs, from sharedMem; a run found stale is dropped
+	jumpTo int64        // where the read goes on, past a known run; 0: the next item
+	cur    blockedRun   // the run the read is in, if cur.lo > 0
+	curN   int          // its items
+	found  []blockedRun // runs this read recorded
 }
+
+// blockedRun is a run of a shared queue's items [lo, hi] that a read found
+// all behind their groups' windows, with no other live item among them.
+// Items below lo come before every item of the run in its group, and no
+// item is ever added below the tail: so while a read from the head has
+// seen full windows of every group of the run by the time it reaches the
+// run, every item still in it is behind its window, and the read can pass
+// over the run without reading it. The hint goes stale only by windows
+// that open, which the read sees before it gets there.
+type blockedRun struct {
+	lo, hi int64
+	groups []string
+}
+
+// Bounds of the runs remembered: a run is recorded from
+// knobs.Queue.BlockedRunMin items, with up to maxRunGroups groups, and a
+// queue keeps maxRuns of them.
+const (
+	maxRunGroups = 8
+	maxRuns      = 16
+)
 
 // behind counts the message with header h and reports whether it is
 // behind its group's window.
@@ -126,6 +156,91 @@ func (w *windows) behind(h header) bool {
 	n := w.seen[string(h.group)]
 	w.seen[string(h.group)] = n + 1
 	return n >= w.size
+}
+
+// item is behind for the item at seq with header h (ok false when the
+// header did not parse, which is behind no window): it also ends or
+// extends the run the read is in, and sets jumpTo when the item starts a
+// known run whose groups all have full windows.
+func (w *windows) item(seq int64, h header, ok bool) bool {
+	w.jumpTo = 0
+	if !ok || !w.behind(h) {
+		w.endRun()
+		return false
+	}
+	if w.cur.lo == 0 || (len(w.cur.groups) == maxRunGroups && !slices.Contains(w.cur.groups, string(h.group))) {
+		w.endRun()
+		w.cur = blockedRun{lo: seq}
+	}
+	w.cur.hi = seq
+	w.curN++
+	if !slices.Contains(w.cur.groups, string(h.group)) {
+		w.cur.groups = append(w.cur.groups, string(h.group))
+	}
+	for i := 0; i < len(w.runs); i++ {
+		r := w.runs[i]
+		if seq < r.lo || seq > r.hi {
+			continue
+		}
+		if !w.full(r.groups) {
+			w.runs = slices.Delete(w.runs, i, i+1)
+			i--
+			continue
+		}
+		if r.hi > seq {
+			w.jumpTo = r.hi + 1
+			w.endRun() // the known run stays known
+		}
+		break
+	}
+	return true
+}
+
+// full reports whether the read has seen full windows of every group in gs.
+func (w *windows) full(gs []string) bool {
+	for _, g := range gs {
+		if w.seen[g] < w.size {
+			return false
+		}
+	}
+	return true
+}
+
+// endRun records the run the read was in, if long enough.
+func (w *windows) endRun() {
+	if w.cur.lo > 0 && w.curN >= knobs.Queue.BlockedRunMin {
+		w.found = append(w.found, w.cur)
+	}
+	w.cur, w.curN = blockedRun{}, 0
+}
+
+// jump is scanJumping's jump.
+func (w *windows) jump() int64 { return w.jumpTo }
+
+// loadRuns takes the runs a queue remembers.
+func (c *core) loadRuns(w *windows) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w.runs = slices.Clone(c.sm.blocked)
+}
+
+// storeRuns keeps what a read that ended learned about runs: the known
+// runs it did not find stale, and the ones it recorded (a recorded one
+// replaces the known ones it overlaps), the lowest maxRuns of them.
+func (c *core) storeRuns(w *windows) {
+	w.endRun()
+	runs := w.runs
+	for _, f := range w.found {
+		runs = slices.DeleteFunc(runs, func(r blockedRun) bool { return r.lo <= f.hi && f.lo <= r.hi })
+		runs = append(runs, f)
+	}
+	slices.SortFunc(runs, func(a, b blockedRun) int { return cmp.Compare(a.lo, b.lo) })
+	if len(runs) > maxRuns {
+		runs = runs[:maxRuns]
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sm.blocked = runs
 }
 
 // blockedIn reports whether the message with header h, read from the

@@ -76,10 +76,11 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip, 
 		return true
 	}
 	wins := windows{size: c.window}
-	err := c.scan(limit+skip, func(seq int64, v []byte) (bool, error) {
+	c.loadRuns(&wins)
+	err := c.scanJumping(limit+skip, func(seq int64, v []byte) (bool, error) {
 		held := c.skipHeld(seq, v, since)
 		h, leased, _, err := parseItem(v)
-		if err == nil && wins.behind(h) {
+		if wins.item(seq, h, err == nil) {
 			return true, nil
 		}
 		if held {
@@ -113,10 +114,11 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip, 
 			n++
 		}
 		return n < limit, nil
-	})
+	}, wins.jump)
 	if err != nil {
 		return nil, err
 	}
+	c.storeRuns(&wins)
 	if peek {
 		return out, nil
 	}

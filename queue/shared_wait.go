@@ -174,10 +174,11 @@ func (c *core) nextVisible(now time.Time) (next int64, visible bool, err error) 
 	nowNS := now.UnixNano()
 	next = math.MaxInt64
 	wins := windows{size: c.window}
-	err = c.scan(64, func(seq int64, v []byte) (bool, error) {
+	c.loadRuns(&wins)
+	err = c.scanJumping(64, func(seq int64, v []byte) (bool, error) {
 		claimed := c.claimed(seq)
 		h, leased, _, err := parseItem(v)
-		if err == nil && wins.behind(h) {
+		if wins.item(seq, h, err == nil) {
 			// Its window opens when an older message of its group is
 			// consumed: a write, which wakes this Wait.
 			return true, nil
@@ -198,7 +199,10 @@ func (c *core) nextVisible(now time.Time) (next int64, visible bool, err error) 
 		}
 		next = min(next, at)
 		return true, nil
-	})
+	}, wins.jump)
+	if err == nil {
+		c.storeRuns(&wins)
+	}
 	if err != nil || visible || next == math.MaxInt64 {
 		return 0, visible, err
 	}
