@@ -85,13 +85,14 @@ type core struct {
 
 	deadBusy map[int64]bool // dead letters being requeued or discarded
 
-	// groups holds the live entries of each message group, by seq; window
-	// is how many of a group's oldest live messages may be delivered
+	// groups holds the live entries of each message group, by seq, while
+	// it has some; window is how many of a group's oldest live messages may be delivered
 	// (Options.GroupWindow), and nblocked counts the entries behind their
 	// group's window (see groups.go).
-	groups   map[string]*group
-	window   int
-	nblocked int
+	groups      map[string]*group
+	spareGroups []*group // emptied groups, for new ones
+	window      int
+	nblocked    int
 
 	// last is the newest queue state applied to the store (or loaded from
 	// it, with the count as load found it). Only a Tx holding dq.stateMu

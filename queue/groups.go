@@ -43,6 +43,11 @@ func (c *core) setWindow(window int) error {
 	return nil
 }
 
+// maxSpareGroups bounds the emptied groups a queue keeps for new ones:
+// with many groups of a message or two each, most reads start a group and
+// most consumes end one.
+const maxSpareGroups = 256
+
 // group is one message group's live entries in [head, cursor), by seq.
 type group struct {
 	key  string
@@ -57,7 +62,12 @@ func (c *core) admit(e *entry, h header, nowNS int64) bool {
 	if len(h.group) > 0 {
 		g := c.groups[string(h.group)]
 		if g == nil {
-			g = &group{key: string(h.group)}
+			if n := len(c.spareGroups); n > 0 {
+				g, c.spareGroups = c.spareGroups[n-1], c.spareGroups[:n-1]
+			} else {
+				g = new(group)
+			}
+			g.key = string(h.group)
 			c.groups[g.key] = g
 		}
 		e.grp = g
@@ -87,9 +97,18 @@ func (c *core) leaveGroup(e *entry) {
 	if i < 0 {
 		return
 	}
-	g.live = slices.Delete(g.live, i, i+1)
+	if i == 0 {
+		g.live[0] = nil
+		g.live = g.live[1:] // no copy of a long backlog per consume
+	} else {
+		g.live = slices.Delete(g.live, i, i+1)
+	}
 	if len(g.live) == 0 {
 		delete(c.groups, g.key)
+		if len(c.spareGroups) < maxSpareGroups {
+			g.key, g.live = "", g.live[:0]
+			c.spareGroups = append(c.spareGroups, g)
+		}
 		return
 	}
 	if i >= c.window || len(g.live) < c.window {
