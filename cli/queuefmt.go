@@ -17,11 +17,12 @@ type queueHeader struct {
 	attempts uint64
 	enqueued int64
 	at       int64
+	group    string // the message group, "" for none
 }
 
 func parseQueueValue(v []byte, tag byte) (queueHeader, []byte, error) {
 	h, rest, err := queuefmt.ParseHeader(v, tag)
-	return queueHeader{attempts: uint64(h.Attempts), enqueued: h.Enqueued, at: h.At}, rest, err
+	return queueHeader{attempts: uint64(h.Attempts), enqueued: h.Enqueued, at: h.At, group: string(h.Group)}, rest, err
 }
 
 // queueState is what a queue-state key holds: every sequence number below

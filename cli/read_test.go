@@ -11,6 +11,7 @@ import (
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
 	"github.com/tipkv/tipkv/internal/docfmt"
+	"github.com/tipkv/tipkv/queue"
 )
 
 func TestDump(t *testing.T) {
@@ -271,4 +272,22 @@ func TestC1ValuesShowAsStored(t *testing.T) {
 		require.Contains(t, out, "c101000000000000000501 (neither msgpack nor JSON)", "format %s", format)
 		require.NotContains(t, out, "expires")
 	}
+}
+
+// A queue message of a group shows its group in the dump.
+func TestDumpGroup(t *testing.T) {
+	dir := t.TempDir()
+	db, err := tipkv.Open(dir, nil)
+	require.NoError(t, err)
+	q, err := queue.Open[string](db, "jobs", nil)
+	require.NoError(t, err)
+	_, err = q.EnqueueWith(db, queue.EnqueueOptions{Group: "tenant-7"}, "a")
+	require.NoError(t, err)
+	_, err = q.Enqueue(db, "b")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	recs := jsonLines(t, cliOK(t, "dump", "--json", dir, "--family", "queue-items"))
+	require.Len(t, recs, 2)
+	require.Equal(t, "tenant-7", recs[0]["group"])
+	require.NotContains(t, recs[1], "group")
 }

@@ -70,6 +70,9 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 			return r
 		}
 		r.header = object{{"attempts", h.attempts}, {"enqueued", unixTime(h.enqueued)}, {when, unixTime(h.at)}}
+		if h.group != "" {
+			r.header = append(r.header, field{"group", h.group})
+		}
 		r.value = decode(payload)
 	case codec.FamilyQueueState:
 		st, err := parseQueueState(v)

@@ -206,6 +206,7 @@ type Message struct {
 	Attempts int               `json:"attempts"`
 	Enqueued time.Time         `json:"enqueued"`
 	Headers  map[string]string `json:"headers,omitempty"`
+	Group    string            `json:"group,omitempty"` // the message group, if any
 	Value    Value             `json:"value"`
 }
 
@@ -217,6 +218,7 @@ type DeadLetter struct {
 	Enqueued time.Time         `json:"enqueued"`
 	Died     time.Time         `json:"died"`
 	Headers  map[string]string `json:"headers,omitempty"`
+	Group    string            `json:"group,omitempty"` // the message group, if any
 	Value    Value             `json:"value"`
 	// Error is why the dead letter does not read (its header is corrupt);
 	// it can still be discarded.

@@ -96,7 +96,7 @@ func (c *Console) viewQueue(r *http.Request, p params) (any, error) {
 }
 
 func (c *Console) message(rend Renderer, m queue.MessageInfo[[]byte]) Message {
-	out := Message{Seq: m.Seq, State: m.State.String(), Attempts: m.Attempts, Enqueued: m.Enqueued.UTC(), Headers: m.Headers, Value: c.value(rend, m.Value)}
+	out := Message{Seq: m.Seq, State: m.State.String(), Attempts: m.Attempts, Enqueued: m.Enqueued.UTC(), Headers: m.Headers, Group: m.Group, Value: c.value(rend, m.Value)}
 	if !m.Until.IsZero() {
 		u := m.Until.UTC()
 		out.Until = &u
@@ -105,7 +105,7 @@ func (c *Console) message(rend Renderer, m queue.MessageInfo[[]byte]) Message {
 }
 
 func (c *Console) deadLetter(rend Renderer, d queue.DeadLetter[[]byte], err error) DeadLetter {
-	out := DeadLetter{Seq: d.Seq, Attempts: d.Attempts, Enqueued: d.Enqueued.UTC(), Died: d.Died.UTC(), Headers: d.Headers}
+	out := DeadLetter{Seq: d.Seq, Attempts: d.Attempts, Enqueued: d.Enqueued.UTC(), Died: d.Died.UTC(), Headers: d.Headers, Group: d.Group}
 	if err != nil {
 		out.Error = err.Error()
 		return out

@@ -85,6 +85,15 @@ type core struct {
 
 	deadBusy map[int64]bool // dead letters being requeued or discarded
 
+	// groups holds the live entries of each message group, by seq, while
+	// it has some; window is how many of a group's oldest live messages may be delivered
+	// (Options.GroupWindow), and nblocked counts the entries behind their
+	// group's window (see groups.go).
+	groups      map[string]*group
+	spareGroups []*group // emptied groups, for new ones
+	window      int
+	nblocked    int
+
 	// last is the newest queue state applied to the store (or loaded from
 	// it, with the count as load found it). Only a Tx holding dq.stateMu
 	// changes it, and front and unstored with it.
@@ -146,6 +155,7 @@ const (
 	stLeased                    // delivered; deadline is when the lease ends
 	stWaiting                   // invisible until deadline
 	stReady                     // visible again
+	stBlocked                   // behind its group's window; deadline: its visible-at time
 )
 
 // entry is a message in [head, cursor) that is still live.
@@ -157,9 +167,10 @@ type entry struct {
 	attempts uint32    // deliveries, as of the last one in this process
 	state    entryState
 	removed  bool
-	gone     bool // consumed by a batch that is applied, its commit maybe not yet returned
-	mark     bool // scratch, under mu
-	slot     bool // counted in core.nslots: leased, or busy while its lease is taken or acknowledged
+	gone     bool   // consumed by a batch that is applied, its commit maybe not yet returned
+	mark     bool   // scratch, under mu
+	slot     bool   // counted in core.nslots: leased, or busy while its lease is taken or acknowledged
+	grp      *group // the message's group, nil for none
 }
 
 var leaseTokens atomic.Uint64
@@ -202,6 +213,7 @@ func coreFor(db *tipkv.DB, name string) (*core, error) {
 			ready:    itemHeap{less: bySeq},
 			timers:   itemHeap{less: byDeadline},
 			deadBusy: make(map[int64]bool),
+			groups:   make(map[string]*group),
 		}
 	}).(*core)
 	c.closeOnce.Do(func() {
@@ -546,6 +558,7 @@ func (c *core) live() int { return len(c.order) - c.nremoved }
 func (c *core) remove(e *entry) {
 	c.setState(e, stBusy, time.Time{})
 	c.freeSlot(e)
+	c.leaveGroup(e)
 	e.removed = true
 	c.nremoved++
 	k := 0
@@ -579,6 +592,8 @@ func (c *core) setState(e *entry, s entryState, deadline time.Time) {
 		c.nleased--
 	case stWaiting:
 		c.nwaiting--
+	case stBlocked:
+		c.nblocked--
 	}
 	e.state, e.deadline = s, deadline
 	e.gen++
@@ -589,6 +604,8 @@ func (c *core) setState(e *entry, s entryState, deadline time.Time) {
 		c.freeSlot(e)
 	}
 	switch s {
+	case stBlocked:
+		c.nblocked++
 	case stReady:
 		c.nready++
 		c.ready.push(heapItem{e: e, gen: e.gen})

@@ -22,6 +22,7 @@ type DeadLetter[T any] struct {
 	Enqueued time.Time // when it was first enqueued
 	Died     time.Time // when it was moved to the dead-letter queue
 	Headers  Headers   // what the producer gave EnqueueWith, nil if nothing
+	Group    string    // the message group (EnqueueOptions.Group), "" for none
 
 	meta []byte // the encoded metadata, nil for none
 }
@@ -83,7 +84,7 @@ func (q *Queue[T]) decodeDead(it engine.Iter, d *DeadLetter[T]) error {
 		return err
 	}
 	d.Attempts, d.Enqueued, d.Died = h.attempts, fromUnixNano(h.enqueued), fromUnixNano(h.at)
-	d.Headers, d.meta = decodeHeaders(h.headers), bytes.Clone(h.meta)
+	d.Headers, d.meta, d.Group = decodeHeaders(h.headers), bytes.Clone(h.meta), string(h.group)
 	if err := q.codec.Decode(payload, &d.Value); err != nil {
 		return q.c.corrupt(d.Seq, err)
 	}
@@ -92,7 +93,8 @@ func (q *Queue[T]) decodeDead(it engine.Iter, d *DeadLetter[T]) error {
 
 // Requeue moves the dead letters with the given sequence numbers back to
 // the tail of the queue, in the order given, through w. They get new
-// sequence numbers and their attempt counts start again at zero; their
+// sequence numbers (a message of a group goes behind the group's others)
+// and their attempt counts start again at zero; their
 // values are copied as stored, without decoding. A sequence number that is
 // not in the dead-letter queue is an error matching tipkv.ErrNotFound, one
 // that another Requeue or Discard is moving now matches tipkv.ErrConflict,
@@ -109,7 +111,7 @@ func (q *Queue[T]) Requeue(w tipkv.Writer, seqs ...int64) error {
 			if err != nil {
 				return fmt.Errorf("dead letter %d (key %x): %w", seqs[i], c.k.dead(nil, seqs[i]), err)
 			}
-			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued, headers: h.headers, meta: h.meta}), payload...)
+			items[i] = append(appendHeader(nil, itemFormat, header{enqueued: h.enqueued, headers: h.headers, meta: h.meta, group: h.group}), payload...)
 		}
 		var first int64
 		if c.sm != nil {

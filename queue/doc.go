@@ -97,6 +97,52 @@
 // durable when it is visible, and numbers are assigned in commit order, so
 // neither is needed.
 //
+// # Message groups
+//
+// A message enqueued with EnqueueOptions.Group belongs to the group of
+// that key (a tenant, an account, an order: whatever must be handled in
+// order). A group's messages are delivered in queue order, at most
+// Options.GroupWindow of them out at once (1 by default: one at a time),
+// while other groups, and messages without a group, go on in parallel:
+//
+//	q.EnqueueWith(db, queue.EnqueueOptions{Group: order.ID}, event)
+//
+// The rule, on every engine: a message of a group may be delivered only
+// while fewer than GroupWindow messages of its group come before it in
+// the queue. Every message still in the queue counts, whatever its state:
+// leased, ready again after a Release or a lapsed lease, delayed by a
+// Retry's backoff or EnqueueAt. So with a window of 1 a group's next
+// message waits until the one before is acknowledged, popped or moved to
+// the dead letters: a message that keeps failing holds its group (and
+// only its group) until MaxAttempts moves it to the dead letters, and a
+// Requeue puts it behind the group's others. A window of N lets the
+// group's N oldest messages out together (consumers may then finish them
+// out of order). Ack, Release, Retry and Extend work as for any message;
+// Message.Group, DeadLetter.Group and Inspect show the group.
+//
+// Fair share comes from the window: a group never has more than
+// GroupWindow messages out, so a backlog of one group takes at most that
+// many of the consumers' slots, and a quiet group's message is delivered
+// by the first Receive after it is enqueued, however long the backlog in
+// front of it (the conformance suite's GroupFairShare checks it on every
+// engine, behind 10,000 messages; BENCHMARKS.md has the waits). Among
+// the deliverable messages, the oldest go first.
+//
+// What a read costs: on Pebble, a message read past its group's window
+// gets an entry in memory (about 100 bytes) once, and waits there until
+// the window reaches it; no later Receive reads it again, so a backlog is
+// read once, whatever its size, and held in memory while it waits. On a
+// shared engine the store is the only truth about a group: every Receive
+// reads the queue from its head past the messages behind their windows,
+// so a Receive's cost grows with the messages waiting in front of the
+// first deliverable ones (a backlog of 10,000 in one group is 10,000 rows
+// read per Receive). Groups are not counted anywhere, and cost nothing
+// when they end.
+//
+// Every handle of a queue must use the same GroupWindow: a process with a
+// larger one delivers past another's window. On Pebble a second window
+// for a queue open in the DB is refused.
+//
 // # Idempotency keys
 //
 // EnqueueOnce enqueues a message unless its key holds in the queue, and
@@ -184,12 +230,16 @@
 //	dead header  0x02 | uvarint attempts | varint enqueued | varint died
 //	             or 0x03 | the stored bytes of an item whose header was corrupt
 //	headers      tag | 0x10, then the header's fields | uvarint len | len bytes of pairs
+//	metadata     tag | 0x20, then the same, [headers] | uvarint len | metadata
+//	group        tag | 0x40, then the same, [headers] | [metadata] | uvarint len | group key
 //	pair         uvarint key length | key | uvarint value length | value (keys sorted)
 //
 // Tag 0x04 marks a leased item; only shared engines write it (on Pebble a
 // lease lives in memory), and Pebble reads one as an item visible at its
 // lease's end. Tags 0x11, 0x12 and 0x14 are 0x01, 0x02 and 0x04 with
-// headers; a message without headers keeps the tag without 0x10. State tag
+// headers; a message without headers keeps the tag without 0x10, and
+// likewise for metadata (0x20) and a group (0x40, within store format 4;
+// a release before it reads a message of a group as corrupt). State tag
 // 0x02 (Pebble) adds count, the number of live messages below countTo;
 // tag 0x03 (Pebble) holds the same and says that consumes may have
 // followed it without writing the key (see below); shared engines write

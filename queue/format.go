@@ -79,10 +79,11 @@ type header struct {
 	at       int64
 	headers  []byte // encoded Headers (queuefmt pairs), aliasing the value; nil for none
 	meta     []byte // encoded tipkv.Metadata, aliasing the value; nil for none
+	group    []byte // the message group's key, aliasing the value; nil for none
 }
 
 func appendHeader(dst []byte, tag byte, h header) []byte {
-	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at, Headers: h.headers, Meta: h.meta})
+	return queuefmt.AppendHeader(dst, tag, queuefmt.Header{Attempts: h.attempts, Enqueued: h.enqueued, At: h.at, Headers: h.headers, Meta: h.meta, Group: h.group})
 }
 
 // parseHeader splits a stored value into its header and payload. The
@@ -95,7 +96,7 @@ func parseHeader(v []byte, tag byte) (header, []byte, error) {
 		// would.
 		h, rest, err = queuefmt.ParseHeader(v, leasedFormat)
 	}
-	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta}, rest, err
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta, group: h.Group}, rest, err
 }
 
 // state is what the queue-state key holds. Every sequence number below head

@@ -13,7 +13,9 @@ import (
 type MessageState uint8
 
 const (
-	// Ready is a visible message: the next Receive or Pop may deliver it.
+	// Ready is a visible message: the next Receive or Pop may deliver it
+	// (a message of a group once its group's window reaches it; see
+	// "Message groups" in the package doc).
 	Ready MessageState = iota + 1
 	// Leased is a message delivered to a consumer whose lease has not
 	// ended (on a shared engine: by any process, until Caps.ClockSkew
@@ -96,7 +98,7 @@ func (q *Queue[T]) Inspect(after int64, max int) ([]MessageInfo[T], error) {
 		out[i].Seq = in.seq
 		out[i].Attempts = in.hdr.attempts
 		out[i].Enqueued = fromUnixNano(in.hdr.enqueued)
-		out[i].Headers, out[i].meta = decodeHeaders(in.hdr.headers), bytes.Clone(in.hdr.meta)
+		out[i].Headers, out[i].meta, out[i].Group = decodeHeaders(in.hdr.headers), bytes.Clone(in.hdr.meta), string(in.hdr.group)
 		out[i].State, out[i].Until = in.state, in.until
 	}
 	return out, nil
@@ -172,6 +174,10 @@ func (c *core) inspect(after int64, limit int, now time.Time) ([]inspected, erro
 			in.state, in.until = Leased, e.deadline
 		case e.state == stWaiting:
 			in.state, in.until = Delayed, e.deadline
+		case e.state == stBlocked && e.deadline.After(now):
+			in.state, in.until = Delayed, e.deadline
+		case e.state == stBlocked:
+			in.state = Ready
 		default:
 			in.state = Busy
 		}

@@ -42,9 +42,10 @@ func (q *Queue[T]) EnqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, it
 	return q.EnqueueOnceWith(w, key, scope, EnqueueOptions{}, item)
 }
 
-// EnqueueOnceWith is EnqueueOnce with EnqueueWith's options: headers and
-// a visible-at time. Only the item's encoding is compared with the first
-// write's: headers (a retry's new trace context) and times may differ.
+// EnqueueOnceWith is EnqueueOnce with EnqueueWith's options: headers, a
+// visible-at time and a group. Only the item's encoding is compared with
+// the first write's: headers (a retry's new trace context), times and
+// groups may differ.
 func (q *Queue[T]) EnqueueOnceWith(w tipkv.Writer, key string, scope tipkv.Scope, opts EnqueueOptions, item T) (seq int64, dup bool, err error) {
 	seq, dup, err = q.enqueueOnce(w, key, scope, opts, item)
 	if err != nil {
@@ -61,6 +62,9 @@ func (q *Queue[T]) enqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, op
 		return 0, false, err
 	}
 	hs, err := encodeHeaders(opts.Headers)
+	if err == nil {
+		err = checkGroup(opts.Group)
+	}
 	if err != nil {
 		return 0, false, err
 	}
@@ -102,7 +106,7 @@ func (q *Queue[T]) enqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, op
 			seq, dup = first, true
 			return nil
 		}
-		if err := q.encode(tx, eb, opts.At, hs, []T{item}); err != nil {
+		if err := q.encode(tx, eb, opts.At, hs, []byte(opts.Group), []T{item}); err != nil {
 			return err
 		}
 		if first, err = q.put(tx, eb); err != nil {

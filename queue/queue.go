@@ -46,6 +46,18 @@ type Options[T any] struct {
 	// <= 0 makes it visible at once. It is called without locks held and
 	// must be safe for concurrent use. The default is DefaultBackoff.
 	Backoff func(attempts int) time.Duration
+
+	// GroupWindow is how many messages of one message group may be out
+	// at once: a group's message is delivered only while fewer than
+	// GroupWindow of the group's messages before it are still in the
+	// queue (leased, ready again, delayed or retried). 1 delivers each
+	// group's messages one at a time, in order. It holds for messages
+	// enqueued with EnqueueOptions.Group; others are not held back (see
+	// "Message groups" in the package doc). Every handle of one queue,
+	// in every process, must use the same window: on Pebble, Open of a
+	// queue already open in the DB with another window is
+	// tipkv.ErrInvalid. The default is DefaultGroupWindow.
+	GroupWindow int
 }
 
 // Queue is a handle on one FIFO queue in a DB: messages of type T, oldest
@@ -96,8 +108,18 @@ func Open[T any](db *tipkv.DB, name string, opts *Options[T]) (*Queue[T], error)
 	if q.maxAttempts < 0 {
 		q.maxAttempts = 0 // no limit
 	}
+	window := DefaultGroupWindow
+	if opts != nil && opts.GroupWindow != 0 {
+		window = opts.GroupWindow
+	}
+	if window < 1 {
+		return nil, fmt.Errorf("%w: queue %q: group window %d: want >= 1", tipkv.ErrInvalid, name, window)
+	}
 	c, err := coreFor(db, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.setWindow(window); err != nil {
 		return nil, err
 	}
 	if q.codec == nil {
@@ -152,7 +174,7 @@ func (q *Queue[T]) Name() string { return q.c.name }
 // writes a message twice) is refused with tipkv.ErrInvalid; then none of
 // items is written.
 func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) (first int64, err error) {
-	return q.enqueue(w, time.Time{}, nil, items)
+	return q.enqueue(w, time.Time{}, nil, nil, items)
 }
 
 // EnqueueAt is Enqueue for messages that stay invisible until at, by the
@@ -171,7 +193,7 @@ func (q *Queue[T]) Enqueue(w tipkv.Writer, items ...T) (first int64, err error) 
 // that asks for it, and so is every call while the clock reads a time
 // outside that range.
 func (q *Queue[T]) EnqueueAt(w tipkv.Writer, at time.Time, items ...T) (first int64, err error) {
-	return q.enqueue(w, at, nil, items)
+	return q.enqueue(w, at, nil, nil, items)
 }
 
 // Headers are metadata that travel with a message beside its value:
@@ -197,7 +219,17 @@ type EnqueueOptions struct {
 	// Headers are stored with every message of the call. A message
 	// without headers costs nothing for them.
 	Headers Headers
+	// Group puts every message of the call in the message group of that
+	// key: a group's messages are delivered in order, at most
+	// Options.GroupWindow of them at a time, while different groups go on
+	// in parallel (see "Message groups" in the package doc). The empty
+	// string is no group. A key over MaxGroupSize bytes is
+	// tipkv.ErrInvalid.
+	Group string
 }
+
+// MaxGroupSize is the longest message group key, in bytes.
+const MaxGroupSize = queuefmt.MaxGroupSize
 
 // EnqueueWith is Enqueue with options: headers, such as trace context,
 // stored with each message, and a visible-at time. It returns the first
@@ -205,10 +237,21 @@ type EnqueueOptions struct {
 // MaxHeadersSize are tipkv.ErrInvalid, and nothing is written.
 func (q *Queue[T]) EnqueueWith(w tipkv.Writer, opts EnqueueOptions, items ...T) (first int64, err error) {
 	hs, err := encodeHeaders(opts.Headers)
+	if err == nil {
+		err = checkGroup(opts.Group)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("queue %q: enqueue: %w", q.c.name, err)
 	}
-	return q.enqueue(w, opts.At, hs, items)
+	return q.enqueue(w, opts.At, hs, []byte(opts.Group), items)
+}
+
+// checkGroup checks a message group key given to an enqueue.
+func checkGroup(g string) error {
+	if len(g) > MaxGroupSize {
+		return fmt.Errorf("%w: group key of %d bytes, over the %d-byte limit", tipkv.ErrInvalid, len(g), MaxGroupSize)
+	}
+	return nil
 }
 
 // encodeHeaders encodes h in queuefmt's pairs, sorted by key.
@@ -245,7 +288,7 @@ func decodeHeaders(b []byte) Headers {
 // enqueue encodes items and writes them through w, and returns the first
 // item's sequence number: the one put took in the run of the write
 // function that committed (or, inside an Update, in the last run so far).
-func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) (int64, error) {
+func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs, group []byte, items []T) (int64, error) {
 	if len(items) == 0 {
 		return 0, nil
 	}
@@ -261,7 +304,7 @@ func (q *Queue[T]) enqueue(w tipkv.Writer, at time.Time, hs []byte, items []T) (
 		if err := q.c.owns(tx); err != nil {
 			return err
 		}
-		if err := q.encode(tx, eb, at, hs, items); err != nil {
+		if err := q.encode(tx, eb, at, hs, group, items); err != nil {
 			return err
 		}
 		var err error
@@ -293,16 +336,17 @@ func checkAt(at time.Time) error {
 
 // encode encodes items into eb, each with its item header: enqueued at
 // the Tx's commit time (one clock reading per Update, the one its
-// document versions carry) with the Tx's metadata. It runs inside the
+// document versions carry) with the Tx's metadata and the group, if
+// any. It runs inside the
 // write function, before anything goes into the batch: a value that fails
 // or is too large leaves nothing in the batch, and no sequence number
 // taken.
-func (q *Queue[T]) encode(tx *link.Tx, eb *encodeBuf, at time.Time, hs []byte, items []T) error {
+func (q *Queue[T]) encode(tx *link.Tx, eb *encodeBuf, at time.Time, hs, group []byte, items []T) error {
 	now := tx.Now()
 	if err := checkTime(time.Unix(0, now)); err != nil {
 		return fmt.Errorf("the clock reads %w", err)
 	}
-	h := header{enqueued: now, at: unixNano(at), headers: hs, meta: tx.Meta()}
+	h := header{enqueued: now, at: unixNano(at), headers: hs, meta: tx.Meta(), group: group}
 	buf, ends := eb.buf[:0], eb.ends[:0]
 	eb.payloads = eb.payloads[:0]
 	for i, v := range items {

@@ -36,6 +36,9 @@ type Message[T any] struct {
 	Enqueued time.Time
 	// Headers are what the producer gave EnqueueWith, nil if nothing.
 	Headers Headers
+	// Group is the message group the producer gave EnqueueWith, "" for
+	// none (see "Message groups" in the package doc).
+	Group string
 
 	meta []byte // the encoded metadata, nil for none
 }
@@ -188,6 +191,7 @@ func (q *Queue[T]) deliver(max int, lease time.Duration, pop bool) ([]Message[T]
 			Attempts: t.hdr.attempts + 1,
 			Enqueued: fromUnixNano(t.hdr.enqueued),
 			Headers:  decodeHeaders(t.hdr.headers),
+			Group:    string(t.hdr.group),
 			meta:     bytes.Clone(t.hdr.meta),
 		}
 		n++
@@ -231,7 +235,7 @@ func (q *Queue[T]) Peek(max int) ([]Message[T], error) {
 		out[i].Seq = t.e.seq
 		out[i].Attempts = t.hdr.attempts
 		out[i].Enqueued = fromUnixNano(t.hdr.enqueued)
-		out[i].Headers, out[i].meta = decodeHeaders(t.hdr.headers), bytes.Clone(t.hdr.meta)
+		out[i].Headers, out[i].meta, out[i].Group = decodeHeaders(t.hdr.headers), bytes.Clone(t.hdr.meta), string(t.hdr.group)
 	}
 	return out, nil
 }
@@ -411,8 +415,9 @@ const pointReads = 4
 
 // takeFresh takes the never-looked-at message seq, stored as v (which it
 // keeps), from the cursor: it gets an entry, and is returned to deliver
-// (counted unless dead) or, if its visible-at time is later than now, set
-// aside as waiting (nil). The caller holds mu.
+// (counted unless dead) or, if its visible-at time is later than now or
+// it is behind its group's window, set aside as waiting or blocked (nil).
+// The caller holds mu.
 func (c *core) takeFresh(al *allocator, seq int64, v []byte, nowNS int64, maxAttempts int) (*taken, bool) {
 	e := al.entry()
 	e.seq, e.state = seq, stBusy
@@ -420,8 +425,7 @@ func (c *core) takeFresh(al *allocator, seq int64, v []byte, nowNS int64, maxAtt
 	c.cursor = seq + 1
 	c.fresh = max(c.fresh-1, 0)
 	t := c.examine(al.taken(), e, v, maxAttempts)
-	if t.bad == nil && t.hdr.at > nowNS {
-		c.setState(e, stWaiting, time.Unix(0, t.hdr.at))
+	if t.bad == nil && !c.admit(e, t.hdr, nowNS) {
 		return nil, false
 	}
 	return t, !t.dead
@@ -593,6 +597,7 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 		return nil, err
 	}
 	nowNS := now.UnixNano()
+	var seen map[string]int // group messages read past the cursor, by group
 	for ok := it.First(); ok && len(out) < limit; ok = it.Next() {
 		seq, err := seqOf(c.k.itemPrefix, it.Key())
 		if err != nil {
@@ -605,6 +610,14 @@ func (c *core) peek(limit int, now time.Time) ([]*taken, error) {
 			return nil, err
 		}
 		t := c.examine(new(taken), &entry{seq: seq}, bytes.Clone(v), 0)
+		if t.bad == nil && len(t.hdr.group) > 0 {
+			if seen == nil {
+				seen = make(map[string]int)
+			}
+			if c.blockedIn(t.hdr, seen) {
+				continue
+			}
+		}
 		if t.bad == nil && t.hdr.at > nowNS {
 			continue
 		}

@@ -55,6 +55,7 @@ type sharedMem struct {
 	held      map[int64]*held // leases this process holds, by sequence number
 	gaps      []span          // consumed runs above head, sorted, disjoint
 	hint      stateHint       // the state key as last committed (shared_tail.go)
+	blocked   []blockedRun    // runs of items behind their groups' windows (groups.go)
 
 	// The control key as this process last read or wrote it
 	// (control_shared.go): a hint, required at commit by deliveries.
@@ -371,6 +372,13 @@ func (c *core) scanFrom() (int64, error) {
 // a hint for the engine. The first item found raises the head; runs of
 // consumed numbers are remembered, and seeked over.
 func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
+	return c.scanJumping(n, f, nil)
+}
+
+// scanJumping is scan, with jump asked after each item f goes on from:
+// a sequence number to go on at (past items the caller knows it can pass
+// over), or 0 for the next.
+func (c *core) scanJumping(n int, f func(seq int64, v []byte) (bool, error), jump func() int64) error {
 	from, err := c.scanFrom()
 	if err != nil {
 		return err
@@ -409,7 +417,11 @@ func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 			break
 		}
 		prev = seq
-		if end := c.gapAt(seq + 1); end > 0 {
+		if to := jumpTo(jump); to > seq+1 {
+			key = c.k.item(key[:0], to)
+			ok = it.SeekGE(key)
+			prev = to - 1
+		} else if end := c.gapAt(seq + 1); end > 0 {
 			key = c.k.item(key[:0], end)
 			ok = it.SeekGE(key)
 		} else {
@@ -417,6 +429,13 @@ func (c *core) scan(n int, f func(seq int64, v []byte) (bool, error)) error {
 		}
 	}
 	return closeIter(it)
+}
+
+func jumpTo(jump func() int64) int64 {
+	if jump == nil {
+		return 0
+	}
+	return jump()
 }
 
 // advanceHead writes this process's head to the state key when it has run
@@ -466,7 +485,7 @@ func (c *core) advanceHead() {
 // payload (which aliases v).
 func parseItem(v []byte) (header, bool, []byte, error) {
 	h, leased, payload, err := queuefmt.ParseItem(v)
-	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta}, leased, payload, err
+	return header{attempts: h.Attempts, enqueued: h.Enqueued, at: h.At, headers: h.Headers, meta: h.Meta, group: h.Group}, leased, payload, err
 }
 
 // itemValue is the stored bytes of an item: leased (until h.at) or not.

@@ -36,7 +36,9 @@ var errNothing = errors.New("queue: nothing to deliver")
 // pick reads up to limit deliverable items of a shared queue, oldest
 // first, with the dead ones (delivered maxAttempts times, or corrupt) that
 // come before them, which do not count. An item is deliverable when it is
-// not leased and its delay has ended, or its lease ended ClockSkew ago.
+// not leased and its delay has ended, or its lease ended ClockSkew ago,
+// and it is in its group's window: the read is from the head, so it counts
+// every live item of a group before it.
 // Items this process is writing about, or claimed by another delivery of
 // it, or wrote since the read began, are passed over (shared_claims.go).
 // A delivery (peek unset) first passes over skip deliverable items and
@@ -73,11 +75,17 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip, 
 		ops, size = ops+needOps, size+needSize
 		return true
 	}
-	err := c.scan(limit+skip, func(seq int64, v []byte) (bool, error) {
-		if c.skipHeld(seq, v, since) {
+	wins := windows{size: c.window}
+	c.loadRuns(&wins)
+	err := c.scanJumping(limit+skip, func(seq int64, v []byte) (bool, error) {
+		held := c.skipHeld(seq, v, since)
+		h, leased, _, err := parseItem(v)
+		if wins.item(seq, h, err == nil) {
 			return true, nil
 		}
-		h, leased, _, err := parseItem(v)
+		if held {
+			return true, nil
+		}
 		if err == nil && c.sm.visibleAt(h, leased) > nowNS {
 			return true, nil
 		}
@@ -106,10 +114,11 @@ func (c *core) pick(limit int, now time.Time, maxAttempts int, peek bool, skip, 
 			n++
 		}
 		return n < limit, nil
-	})
+	}, wins.jump)
 	if err != nil {
 		return nil, err
 	}
+	c.storeRuns(&wins)
 	if peek {
 		return out, nil
 	}
@@ -364,6 +373,7 @@ func (q *Queue[T]) deliverShared(max int, lease time.Duration, pop bool, op stri
 			Attempts: p.hdr.attempts + 1,
 			Enqueued: fromUnixNano(p.hdr.enqueued),
 			Headers:  decodeHeaders(p.hdr.headers),
+			Group:    string(p.hdr.group),
 			meta:     bytes.Clone(p.hdr.meta),
 		})
 	}
@@ -393,7 +403,7 @@ func (q *Queue[T]) peekShared(max int, now time.Time) ([]Message[T], error) {
 		out[i].Seq = p.seq
 		out[i].Attempts = p.hdr.attempts
 		out[i].Enqueued = fromUnixNano(p.hdr.enqueued)
-		out[i].Headers, out[i].meta = decodeHeaders(p.hdr.headers), bytes.Clone(p.hdr.meta)
+		out[i].Headers, out[i].meta, out[i].Group = decodeHeaders(p.hdr.headers), bytes.Clone(p.hdr.meta), string(p.hdr.group)
 	}
 	return out, nil
 }

@@ -232,3 +232,83 @@ func TestSharedTailHintStaleAcrossProcesses(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ms, 2*rounds)
 }
+
+// stepStore counts the items its iterators stop on.
+type stepStore struct {
+	engine.Store
+	steps int
+}
+
+func (s *stepStore) NewIter(lo, hi []byte) (engine.Iter, error) {
+	it, err := s.Store.NewIter(lo, hi)
+	return &stepIter{Iter: it, s: s}, err
+}
+
+type stepIter struct {
+	engine.Iter
+	s *stepStore
+}
+
+func (it *stepIter) count(ok bool) bool {
+	if ok {
+		it.s.steps++
+	}
+	return ok
+}
+
+func (it *stepIter) First() bool          { return it.count(it.Iter.First()) }
+func (it *stepIter) Next() bool           { return it.count(it.Iter.Next()) }
+func (it *stepIter) SeekGE(k []byte) bool { return it.count(it.Iter.SeekGE(k)) }
+
+// A Receive on a shared engine reads a backlog behind its group's window
+// once: the next pass over it as a run while the window stays full, and
+// deliver the group's next once it opens.
+func TestSharedGroupRunsPassedOver(t *testing.T) {
+	dbs := openShared(t, 1)
+	db := dbs[0]
+	q, err := Open[int](db, "q", nil)
+	require.NoError(t, err)
+	counter := &stepStore{Store: q.c.store}
+	q.c.store = counter
+	const backlog = 2000
+	vals := make([]int, 100)
+	for i := 0; i < backlog; i += len(vals) {
+		for j := range vals {
+			vals[j] = i + j
+		}
+		_, err := q.EnqueueWith(db, EnqueueOptions{Group: "busy"}, vals...)
+		require.NoError(t, err)
+	}
+	receive := func(want ...int) []Message[int] {
+		t.Helper()
+		ms, err := q.Receive(10, time.Minute)
+		require.NoError(t, err)
+		var got []int
+		for _, m := range ms {
+			got = append(got, m.Value)
+		}
+		require.Equal(t, want, got)
+		return ms
+	}
+	counter.steps = 0
+	first := receive(0)
+	require.Greater(t, counter.steps, backlog-10, "the first read past the backlog")
+	_, err = q.EnqueueWith(db, EnqueueOptions{Group: "quiet"}, -1)
+	require.NoError(t, err)
+	quiet := receive(-1)
+	require.NoError(t, q.Ack(db, quiet[0].ID))
+	for round := range 5 {
+		_, err = q.EnqueueWith(db, EnqueueOptions{Group: "quiet"}, -2-round)
+		require.NoError(t, err)
+		counter.steps = 0
+		quiet = receive(-2 - round)
+		require.Less(t, counter.steps, 20, "round %d: the backlog read again", round)
+		require.NoError(t, q.Ack(db, quiet[0].ID))
+	}
+	// The window opens: the group's next, and not the one after.
+	require.NoError(t, q.Ack(db, first[0].ID))
+	second := receive(1)
+	receive()
+	require.NoError(t, q.Ack(db, second[0].ID))
+	receive(2)
+}

@@ -173,13 +173,21 @@ func (c *core) sleeping(d int) {
 func (c *core) nextVisible(now time.Time) (next int64, visible bool, err error) {
 	nowNS := now.UnixNano()
 	next = math.MaxInt64
-	err = c.scan(64, func(seq int64, v []byte) (bool, error) {
-		if c.claimed(seq) {
+	wins := windows{size: c.window}
+	c.loadRuns(&wins)
+	err = c.scanJumping(64, func(seq int64, v []byte) (bool, error) {
+		claimed := c.claimed(seq)
+		h, leased, _, err := parseItem(v)
+		if wins.item(seq, h, err == nil) {
+			// Its window opens when an older message of its group is
+			// consumed: a write, which wakes this Wait.
+			return true, nil
+		}
+		if claimed {
 			// A delivery of this process is taking it; if it fails, it
 			// wakes this Wait.
 			return true, nil
 		}
-		h, leased, _, err := parseItem(v)
 		if err != nil {
 			visible = true
 			return false, nil
@@ -191,7 +199,10 @@ func (c *core) nextVisible(now time.Time) (next int64, visible bool, err error) 
 		}
 		next = min(next, at)
 		return true, nil
-	})
+	}, wins.jump)
+	if err == nil {
+		c.storeRuns(&wins)
+	}
 	if err != nil || visible || next == math.MaxInt64 {
 		return 0, visible, err
 	}

@@ -171,7 +171,8 @@ func (c *core) visible() (<-chan struct{}, time.Duration, time.Time, error) {
 
 // freshVisible reports whether a message in [cursor, watermark) is visible
 // at now. Delayed messages it passes on the way are set aside as waiting,
-// so that the next call does not read them again.
+// and messages behind their group's window as blocked, so that the next
+// call does not read them again; the visible one it finds becomes ready.
 func (c *core) freshVisible(now time.Time) (bool, error) {
 	it, err := engine.NewIterN(c.store, c.k.item(nil, c.cursor), c.k.item(nil, c.watermark), 1) // usually the first answers
 	if err != nil {
@@ -190,14 +191,19 @@ func (c *core) freshVisible(now time.Time) (bool, error) {
 			return false, err
 		}
 		h, _, err := parseHeader(v, itemFormat)
-		if err != nil || h.at <= nowNS {
+		if err != nil || (len(h.group) == 0 && h.at <= nowNS) {
 			return true, closeIter(it) // Receive deals with corrupt ones
 		}
 		e := &entry{seq: seq, state: stBusy}
 		c.addEntry(e)
-		c.setState(e, stWaiting, time.Unix(0, h.at))
 		c.cursor = seq + 1
 		c.fresh = max(c.fresh-1, 0)
+		if c.admit(e, h, nowNS) {
+			// A message of a group, in its window: Receive reads it
+			// again, from the ready heap.
+			c.setState(e, stReady, time.Time{})
+			return true, closeIter(it)
+		}
 	}
 	if err := closeIter(it); err != nil {
 		return false, err

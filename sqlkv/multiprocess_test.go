@@ -136,6 +136,41 @@ const (
 // find its backends. It connects to the server it is told of without
 // pgtest, which would check the server at once: after a kill -9 the server
 // may be recovering, and the child waits for it.
+// Message groups in several processes: two producers enqueue each
+// batch's messages in 4 groups (window 1), two consumers acknowledge them
+// and, in the same Update, record each in its group's feed stream, while
+// the test SIGKILLs children and starts them again, six times. proctest
+// checks every group's messages were acknowledged in queue order, none
+// skipped, besides its usual checks (nothing lost, nothing twice).
+func TestMultiProcessGroups(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs child processes for about 20 s")
+	}
+	table := newTable(t)
+	openStore(t, sqlkv.Config{Table: table}) // makes the table
+	rig := proctest.Start(t, proctest.Config{
+		Child:   "TestMultiProcessChild",
+		Env:     []string{mpDSNEnv + "=" + dsn(t), mpTableEnv + "=" + table},
+		Lease:   time.Second,
+		Backlog: 200,
+		Groups:  4,
+	})
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	rig.WaitProgress(t, 10, "at the start")
+	roles := rig.Roles()
+	for range 6 {
+		r := roles[rng.IntN(len(roles))]
+		rig.Kill(t, r)
+		rig.Restart(t, r)
+		rig.WaitProgress(t, 10, "after "+r+" was killed")
+	}
+	rig.Stop(t)
+	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(t), Table: table}, &tipkv.Options{Clock: proctest.LaterClock})
+	require.NoError(t, err)
+	defer db.Close()
+	rig.Check(t, db)
+}
+
 func TestMultiProcessChild(t *testing.T) {
 	proctest.Child(t, func(ctx context.Context, role string) (*tipkv.DB, error) {
 		pc, err := pgxpool.ParseConfig(os.Getenv(mpDSNEnv))

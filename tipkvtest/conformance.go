@@ -143,7 +143,7 @@ func Run(t *testing.T, h Harness) {
 		{"Follow", followCases()},
 		{"Groups", groupCases()},
 		{"Members", memberCases()},
-		{"Queues", slices.Concat(queueCases(), queueConcurrencyCases(), queueControlCases())},
+		{"Queues", slices.Concat(queueCases(), queueConcurrencyCases(), queueControlCases(), queueGroupCases())},
 		{"Outbox", outboxCases()},
 		{"Misuse", misuseCases()},
 		{"Once", onceCases()},

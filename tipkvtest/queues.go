@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tipkv/tipkv"
 	"github.com/tipkv/tipkv/codec"
+	"github.com/tipkv/tipkv/internal/knobs"
 	"github.com/tipkv/tipkv/internal/link"
 	"github.com/tipkv/tipkv/internal/testutil"
 	"github.com/tipkv/tipkv/queue"
@@ -58,6 +59,10 @@ func queueCases() []testCase {
 		{"NamesErrors", testQueueNamesErrors},
 		{"UseAfterClose", testQueueUseAfterClose},
 		{"Model", testQueueModel},
+		{"ModelGroups", testQueueModelGroups},
+		// Shared engines pass over runs of messages behind their groups'
+		// windows from 32 in a row; the model makes runs of a few.
+		{"ModelGroupsShortRuns", withKnob(&knobs.Queue.BlockedRunMin, 2, testQueueModelGroups)},
 		{"SharedPopNeverTwice", testQueueSharedPop},
 		{"SharedLeaseNotStolen", testQueueSharedLease},
 		{"SharedWaitWakes", testQueueSharedWait},

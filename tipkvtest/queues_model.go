@@ -25,6 +25,7 @@ type qmsg struct {
 	leased   bool
 	id       queue.ID  // the lease, while leased by this process (zero: leased by a process that has gone)
 	until    time.Time // leased: when the lease ends; otherwise when it becomes visible (zero: now)
+	group    string    // its message group, "" for none
 }
 
 // queueModel is what a queue should hold: live messages in sequence order
@@ -35,6 +36,7 @@ type queueModel struct {
 	maxAttempts int
 	now         func() time.Time
 	lapse       time.Duration // how long after a lease ends it may be taken over
+	window      int           // queue.Options.GroupWindow
 }
 
 // expire ends the leases that another Receive may take over by now.
@@ -46,10 +48,21 @@ func (m *queueModel) expire() {
 	}
 }
 
+// visible returns the messages a Receive may deliver now, oldest first:
+// neither leased nor delayed, and in their group's window (fewer than
+// window live messages of their group before them).
 func (m *queueModel) visible() []*qmsg {
 	m.expire()
 	var out []*qmsg
+	before := make(map[string]int)
 	for _, x := range m.live {
+		n := before[x.group]
+		if x.group != "" {
+			before[x.group]++
+		}
+		if x.group != "" && n >= m.window {
+			continue
+		}
 		if !x.leased && !x.until.After(m.now()) {
 			out = append(out, x)
 		}
@@ -104,28 +117,43 @@ func (m *queueModel) held() []*qmsg {
 // memory on Pebble (a restart ends them) and in the store on a shared
 // engine (a restart keeps them, held by nobody). Replay a failure with
 // -queue.model.seed.
-func testQueueModel(t *testing.T, b backend) {
+func testQueueModel(t *testing.T, b backend) { runQueueModels(t, b, "Model", false) }
+
+// testQueueModelGroups is testQueueModel with message groups: each
+// enqueue puts its messages in one of three groups or none, under a group
+// window of 1 to 3, and the model delivers a group's message only inside
+// its window (see queue.Options.GroupWindow).
+func testQueueModelGroups(t *testing.T, b backend) { runQueueModels(t, b, "ModelGroups", true) }
+
+func runQueueModels(t *testing.T, b backend, name string, groups bool) {
 	seeds := []uint64{*queueModelSeed}
 	if seeds[0] == 0 {
 		seeds = []uint64{rand.Uint64(), rand.Uint64(), rand.Uint64()}
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			t.Logf("replay: go test -run 'TestConformance.*/Queues/Model' -queue.model.seed %d", seed)
-			runQueueModel(t, b, seed, b.N(1500))
+			t.Logf("replay: go test -run 'TestConformance.*/Queues/%s' -queue.model.seed %d", name, seed)
+			runQueueModel(t, b, seed, b.N(1500), groups)
 		})
 	}
 }
 
-func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
+func runQueueModel(t *testing.T, b backend, seed uint64, steps int, groups bool) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	clock := newQClock()
 	opts := &tipkv.Options{NoSync: true, Clock: clock.Now}
 	db := b.Open(t, opts)
 	caps := Caps(t, db)
 	qopts := &queue.Options[int64]{MaxAttempts: 3}
+	window := 1
+	if groups {
+		window = 1 + rng.IntN(3)
+		qopts.GroupWindow = window
+		t.Logf("group window %d", window)
+	}
 	q := qOpen(t, db, "model", qopts)
-	m := &queueModel{maxAttempts: 3, now: clock.Now, lapse: qLapse(t, db)}
+	m := &queueModel{maxAttempts: 3, now: clock.Now, lapse: qLapse(t, db), window: window}
+	group := "" // the group of the next enqueue
 	leases := []time.Duration{time.Minute, time.Hour}
 	nextSeq, nextVal := int64(-1), int64(0) // the first enqueue tells the seq base
 
@@ -137,7 +165,7 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 			vals[i] = nextVal
 			nextVal++
 		}
-		return q.Enqueue(w, vals...)
+		return q.EnqueueWith(w, queue.EnqueueOptions{Group: group}, vals...)
 	}
 	// enqueueOK enqueues n messages on the DB, in the model too. Their
 	// numbers go on from the last enqueue's.
@@ -149,7 +177,7 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 			require.Equal(t, nextSeq, first, "step %d: enqueue: the first sequence number", step)
 		}
 		for i := range n {
-			m.live = append(m.live, &qmsg{seq: first + int64(i), value: firstVal + int64(i)})
+			m.live = append(m.live, &qmsg{seq: first + int64(i), value: firstVal + int64(i), group: group})
 		}
 		nextSeq = first + int64(n)
 	}
@@ -175,6 +203,9 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 		}
 	}
 	for step := range steps {
+		if groups {
+			group = []string{"", "a", "b", "c"}[rng.IntN(4)]
+		}
 		var op string
 		switch r := rng.IntN(100); {
 		case r < 25:
@@ -233,8 +264,11 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 			}
 		case r < 54:
 			k, n := rng.IntN(3), 1+rng.IntN(8)
-			if rng.IntN(2) == 0 {
-				n = 1 << 20 // everything visible, the new messages too
+			if rng.IntN(2) == 0 && !(groups && caps.MaxBatchOps > 0) {
+				// Everything visible, the new messages too. (Not where
+				// the Pop takes several calls and groups are on: each
+				// call's pops open their groups' windows for the next.)
+				n = 1 << 20
 			}
 			op = fmt.Sprintf("ack in an Update that commits after an enqueue %d and a pop %d", k, n)
 			var ids []queue.ID
@@ -324,11 +358,14 @@ func runQueueModel(t *testing.T, b backend, seed uint64, steps int) {
 			d := m.dead[0]
 			require.NoError(t, q.Requeue(db, d.seq))
 			m.dead = m.dead[1:]
-			msgs, err := q.Peek(1 << 20)
+			newSeq := q.Stats().Tail - 1 // requeued to the tail
+			msgs, err := q.Inspect(newSeq-1, 1)
 			require.NoError(t, err)
-			newSeq := msgs[len(msgs)-1].Seq // requeued to the tail
-			require.Equal(t, d.value, msgs[len(msgs)-1].Value)
-			m.live = append(m.live, &qmsg{seq: newSeq, value: d.value})
+			require.Len(t, msgs, 1)
+			require.Equal(t, newSeq, msgs[0].Seq)
+			require.Equal(t, d.value, msgs[0].Value)
+			require.Equal(t, d.group, msgs[0].Group)
+			m.live = append(m.live, &qmsg{seq: newSeq, value: d.value, group: d.group})
 			nextSeq = newSeq + 1
 		case r < 88:
 			op = "restart"
@@ -352,6 +389,7 @@ func compareQueue(t *testing.T, step int, op string, q *queue.Queue[int64], m *q
 		require.Equal(t, want[i].seq, g.Seq, "step %d after %s: Peek[%d]", step, op, i)
 		require.Equal(t, want[i].value, g.Value, "step %d after %s: Peek[%d]", step, op, i)
 		require.Equal(t, want[i].attempts, g.Attempts, "step %d after %s: Peek[%d] attempts", step, op, i)
+		require.Equal(t, want[i].group, g.Group, "step %d after %s: Peek[%d] group", step, op, i)
 	}
 	var dead []int64
 	for d, err := range q.DeadLetters() {

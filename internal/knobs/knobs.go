@@ -81,9 +81,14 @@ var Queue = struct {
 	// many consumed positions. The default is 1024; tests lower it to
 	// cross its boundary often.
 	StateEvery int
+	// BlockedRunMin is the fewest items behind their groups' windows, in
+	// a row, that a read of a shared queue remembers as a run to pass
+	// over (queue/groups.go). The default is 32.
+	BlockedRunMin int
 }{
 	ConsumedRangeMin: 128,
 	StateEvery:       1024,
+	BlockedRunMin:    32,
 }
 
 // Set sets *k, one of the knobs, to v until the returned function is

@@ -10,6 +10,7 @@
 //	                                    or 0x03 | the stored bytes of an item whose header was corrupt
 //	with headers                        tag|0x10 | the same fields | uvarint len | headers | payload
 //	with metadata                       tag|0x20 | the same fields | [headers] | uvarint len | metadata | payload
+//	in a group                          tag|0x40 | the same fields | [headers] | [metadata] | uvarint len | group | payload
 //	state        03 | name              0x01 | uvarint head | uvarint tail
 //	counted      03 | name              0x02 | uvarint head | uvarint tail | uvarint count | uvarint countTo
 //	run          03 | name              0x03 | the same as 0x02
@@ -34,6 +35,11 @@
 // reason, correlation and causation ids, headers), after the headers if
 // any. It came with store format 4; a message without metadata keeps its
 // tag without 0x20.
+//
+// A group (tags with 0x40: a message enqueued with a group key, see the
+// queue package's "Message groups") is the group's key, 1 to MaxGroupSize
+// bytes, after the headers and metadata if any. It came within store
+// format 4; a reader that predates it takes such a value for corrupt.
 //
 // The counted state (tag 0x02, written by exclusive engines) adds count,
 // the number of live messages with a sequence number below countTo. It
@@ -100,9 +106,15 @@ const (
 	// MetaFlag is or-ed into an item, leased item or dead letter tag whose
 	// value carries metadata.
 	MetaFlag = 0x20
+	// GroupFlag is or-ed into an item, leased item or dead letter tag
+	// whose message belongs to a group.
+	GroupFlag = 0x40
 	// Flags are the bits of a tag that say what a header carries.
-	Flags = HeadersFlag | MetaFlag
+	Flags = HeadersFlag | MetaFlag | GroupFlag
 )
+
+// MaxGroupSize bounds a message group's key, in bytes.
+const MaxGroupSize = 1 << 10
 
 // MaxMetaSize bounds the encoded metadata of one message, in bytes: the
 // bound of a document version's.
@@ -130,16 +142,22 @@ type Header struct {
 	// its length and returns it aliasing the value: it is decoded (and
 	// checked) when asked for.
 	Meta []byte
+	// Group is the message group's key, nil for none; ParseHeader
+	// returns it aliasing the value.
+	Group []byte
 }
 
 // AppendHeader appends tag and h to dst: tag|HeadersFlag if h has
-// headers, |MetaFlag if it has metadata.
+// headers, |MetaFlag if it has metadata, |GroupFlag if it has a group.
 func AppendHeader(dst []byte, tag byte, h Header) []byte {
 	if len(h.Headers) > 0 {
 		tag |= HeadersFlag
 	}
 	if len(h.Meta) > 0 {
 		tag |= MetaFlag
+	}
+	if len(h.Group) > 0 {
+		tag |= GroupFlag
 	}
 	dst = append(dst, tag)
 	dst = binary.AppendUvarint(dst, uint64(h.Attempts))
@@ -152,6 +170,10 @@ func AppendHeader(dst []byte, tag byte, h Header) []byte {
 	if len(h.Meta) > 0 {
 		dst = binary.AppendUvarint(dst, uint64(len(h.Meta)))
 		dst = append(dst, h.Meta...)
+	}
+	if len(h.Group) > 0 {
+		dst = binary.AppendUvarint(dst, uint64(len(h.Group)))
+		dst = append(dst, h.Group...)
 	}
 	return dst
 }
@@ -219,7 +241,7 @@ func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 	if len(v) == 0 || v[0]&^Flags != tag || tag&Flags != 0 || tag == DeadRawFormat {
 		return h, nil, fmt.Errorf("%w: value does not start with tag 0x%02x", codec.ErrCorrupt, tag)
 	}
-	withHeaders, withMeta := v[0]&HeadersFlag != 0, v[0]&MetaFlag != 0
+	withHeaders, withMeta, withGroup := v[0]&HeadersFlag != 0, v[0]&MetaFlag != 0, v[0]&GroupFlag != 0
 	rest := v[1:]
 	a, n := binary.Uvarint(rest)
 	if n <= 0 || a > maxAttempts {
@@ -254,6 +276,13 @@ func ParseHeader(v []byte, tag byte) (Header, []byte, error) {
 			return Header{}, nil, fmt.Errorf("%w: bad metadata length", codec.ErrCorrupt)
 		}
 		h.Meta, rest = rest[n:n+int(l)], rest[n+int(l):]
+	}
+	if withGroup {
+		l, n := binary.Uvarint(rest)
+		if n <= 0 || l == 0 || l > MaxGroupSize || l > uint64(len(rest)-n) {
+			return Header{}, nil, fmt.Errorf("%w: bad group length", codec.ErrCorrupt)
+		}
+		h.Group, rest = rest[n:n+int(l)], rest[n+int(l):]
 	}
 	return h, rest, nil
 }

@@ -93,6 +93,35 @@ func TestMeta(t *testing.T) {
 	}
 }
 
+// A group, alone or after headers and metadata, on every tag that takes
+// it; an empty group is none, and a length past the value or past the
+// bound is corrupt.
+func TestGroup(t *testing.T) {
+	hs := queuefmt.AppendPair(nil, "k", "v")
+	for _, tag := range []byte{queuefmt.ItemFormat, queuefmt.LeasedFormat, queuefmt.DeadFormat} {
+		for _, h := range []queuefmt.Header{{Attempts: 1, Enqueued: 2, At: 3, Group: []byte("tenant-7")}, {Enqueued: 2, Headers: hs, Meta: []byte("m"), Group: []byte("g")}} {
+			v := append(queuefmt.AppendHeader(nil, tag, h), "p"...)
+			if v[0]&queuefmt.GroupFlag == 0 || v[0]&^queuefmt.Flags != tag {
+				t.Fatalf("tag 0x%02x written as 0x%02x", tag, v[0])
+			}
+			got, rest, err := queuefmt.ParseHeader(v, tag)
+			if err != nil || !reflect.DeepEqual(got, h) || string(rest) != "p" {
+				t.Fatalf("tag 0x%02x: %+v %q %v", tag, got, rest, err)
+			}
+			if _, _, err := queuefmt.ParseHeader(v[:len(v)-3], tag); !errors.Is(err, codec.ErrCorrupt) {
+				t.Fatalf("tag 0x%02x cut: %v", tag, err)
+			}
+		}
+	}
+	if v := queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Group: []byte{}}); v[0] != queuefmt.ItemFormat {
+		t.Fatalf("an empty group is written: % x", v)
+	}
+	big := queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Group: make([]byte, queuefmt.MaxGroupSize+1)})
+	if _, _, err := queuefmt.ParseHeader(big, queuefmt.ItemFormat); !errors.Is(err, codec.ErrCorrupt) {
+		t.Fatalf("group past the bound: %v", err)
+	}
+}
+
 // The package doc's worked example, and headers on every tag that takes
 // them.
 func TestHeaders(t *testing.T) {
@@ -150,6 +179,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Headers: queuefmt.AppendPair(queuefmt.AppendPair(nil, "a", "1"), "b", "2")}))
 	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Enqueued: 2, Headers: queuefmt.AppendPair(nil, "k", "v"), Meta: []byte{0x01, 0x02}}), "x"...))
 	f.Add(queuefmt.AppendHeader(nil, queuefmt.DeadFormat, queuefmt.Header{At: 7, Meta: []byte("m")}))
+	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.ItemFormat, queuefmt.Header{Enqueued: 2, Group: []byte("tenant")}), "x"...))
+	f.Add(append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{Attempts: 1, Headers: queuefmt.AppendPair(nil, "k", "v"), Meta: []byte{0x01}, Group: []byte("g")}), "x"...))
 	f.Add([]byte{0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Add([]byte{})
 	f.Add(queuefmt.AppendControl(nil, queuefmt.Control{Paused: true, MaxInFlight: 3}))

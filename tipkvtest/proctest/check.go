@@ -109,6 +109,24 @@ func (r *Rig) Check(t *testing.T, db *tipkv.DB) {
 		}
 		return nil
 	})
+	if r.cfg.Groups > 0 {
+		st.groups, st.groupN = map[string][]string{}, r.cfg.Groups
+		for k := range min(r.cfg.Groups, r.cfg.PerBatch) {
+			g := groupOf(k, r.cfg.Groups)
+			retry("read the feed of group "+g, func() error {
+				var ids []string
+				for e, err := range feed.Newest(groupFeed+g, tipkv.Query{}) {
+					if err != nil {
+						return err
+					}
+					ids = append(ids, e.Value.Token)
+				}
+				slices.Reverse(ids)
+				st.groups[g] = ids
+				return nil
+			})
+		}
+	}
 	check(t, r.log.all(), st, r.cfg.PerBatch, r.cfg.Lease)
 	if len(r.members) > 0 {
 		checkMembers(t, r.log.all(), feed, st.events, retry)
@@ -121,6 +139,8 @@ type store struct {
 	docs     map[string]map[int64]string // document id: version: token
 	events   map[int64]string            // feed position: token
 	consumed []consumed                  // the consumers' records
+	groups   map[string][]string         // group: its messages in the order they were acknowledged
+	groupN   int                         // Config.Groups
 }
 
 // check checks the reports (the children's, then Check's DRAIN lines)
@@ -266,6 +286,33 @@ func check(t testing.TB, lines []string, st store, perBatch int, lease time.Dura
 	for id := range deliveries {
 		if token, _, _ := strings.Cut(id, "/"); !putting[token] {
 			t.Errorf("message %s delivered, never enqueued", id)
+		}
+	}
+
+	// Groups: each group's messages were acknowledged in queue order, the
+	// oldest first, none skipped: the group's feed lists the first of
+	// them by sequence number (the drain takes the rest).
+	seqOf := map[string]int64{}
+	for seq, id := range seqs {
+		seqOf[id] = seq
+	}
+	for g, acked := range st.groups {
+		var all []string // the group's messages that were delivered or drained, by seq
+		for _, id := range seqs {
+			if k, err := strconv.Atoi(id[strings.LastIndexByte(id, '/')+1:]); err == nil && groupOf(k, st.groupN) == g {
+				all = append(all, id)
+			}
+		}
+		slices.SortFunc(all, func(a, b string) int { return cmp.Compare(seqOf[a], seqOf[b]) })
+		for i, id := range acked {
+			if i >= len(all) || all[i] != id {
+				want := "nothing"
+				if i < len(all) {
+					want = fmt.Sprintf("%s (seq %d)", all[i], seqOf[all[i]])
+				}
+				t.Errorf("group %s: acknowledgement %d is %s (seq %d), where queue order has %s", g, i, id, seqOf[id], want)
+				break
+			}
 		}
 	}
 

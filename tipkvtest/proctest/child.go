@@ -24,7 +24,11 @@ const (
 	doneQueue  = "done-" // + the consumer's role
 	collection = "docs"
 	feedStream = "changes"
+	groupFeed  = "acked-" // + the group: the group's messages in the order they were acknowledged
 )
+
+// groupOf is the group of message k of a batch, under Config.Groups.
+func groupOf(k, groups int) string { return fmt.Sprintf("g%d", k%groups) }
 
 // docIDs are the documents every producer writes.
 var docIDs = []string{"d0", "d1", "d2"}
@@ -198,8 +202,16 @@ func (w *workload) produce(ctx context.Context) {
 			for k := range msgs {
 				msgs[k] = message{ID: fmt.Sprintf("%s/%d", token, k)}
 			}
-			_, err = w.q.Enqueue(b, msgs...)
-			return err
+			if w.sp.Groups <= 0 {
+				_, err = w.q.Enqueue(b, msgs...)
+				return err
+			}
+			for k, m := range msgs {
+				if _, err := w.q.EnqueueWith(b, queue.EnqueueOptions{Group: groupOf(k, w.sp.Groups)}, m); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			v, pos = 0, 0
@@ -212,7 +224,8 @@ func (w *workload) produce(ctx context.Context) {
 }
 
 // consume receives messages until ctx ends and, in one Update per
-// delivery, acknowledges them and records them in its done queue.
+// delivery, acknowledges them and records them in its done queue, and
+// each message of a group in its group's feed stream.
 func (w *workload) consume(ctx context.Context) {
 	done, err := queue.Open[consumed](w.db, doneQueue+w.sp.Role, nil)
 	if err != nil {
@@ -236,6 +249,14 @@ func (w *workload) consume(ctx context.Context) {
 			return w.db.Update(func(b *tipkv.Batch) error {
 				if err := w.q.Ack(b, ids...); err != nil {
 					return err
+				}
+				for _, m := range ms {
+					if m.Group == "" {
+						continue
+					}
+					if _, err := w.feed.Append(b, groupFeed+m.Group, doc{Token: m.Value.ID}); err != nil {
+						return err
+					}
 				}
 				_, err := done.Enqueue(b, recs...)
 				return err

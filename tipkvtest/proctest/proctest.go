@@ -116,6 +116,14 @@ type Config struct {
 	// on a shared engine, a read of every message in it). The default (0)
 	// is no limit.
 	Backlog int
+
+	// Groups, if above zero, puts the queue's messages in that many
+	// message groups (queue.EnqueueOptions.Group, window 1): message k of
+	// a batch in group k mod Groups. A consumer then records what it
+	// acknowledges in its group's feed stream too, in the same Update,
+	// and Check requires each group's messages acknowledged in queue
+	// order. The default (0) is no groups.
+	Groups int
 }
 
 func (c Config) withDefaults() Config {
@@ -148,6 +156,7 @@ type spec struct {
 	Lease       time.Duration
 	ReceiveMax  int
 	Backlog     int
+	Groups      int
 }
 
 // IsChild reports whether this process is a child that Start started. A
@@ -216,7 +225,7 @@ func (r *Rig) Restart(t testing.TB, role string) {
 		t.Fatalf("proctest: restart of %s, which runs", role)
 	}
 	r.lives[role]++
-	sp, err := json.Marshal(spec{Role: role, Incarnation: r.lives[role], PerBatch: r.cfg.PerBatch, Lease: r.cfg.Lease, ReceiveMax: r.cfg.ReceiveMax, Backlog: r.cfg.Backlog})
+	sp, err := json.Marshal(spec{Role: role, Incarnation: r.lives[role], PerBatch: r.cfg.PerBatch, Lease: r.cfg.Lease, ReceiveMax: r.cfg.ReceiveMax, Backlog: r.cfg.Backlog, Groups: r.cfg.Groups})
 	if err != nil {
 		t.Fatal(err)
 	}
