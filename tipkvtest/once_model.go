@@ -101,7 +101,9 @@ func (m *onceModel) want(n onceName, value int64) onceWant {
 // Updates, some failing; AppendOnce, PutOnce) mixed with everything that
 // happens to a queue message (receive, release, retry, ack, pop, leases
 // and windows ending as an injected clock moves, dead letters after
-// MaxAttempts, requeue, discard), ForgetKey, sweeps and restarts. A model
+// MaxAttempts, requeue, discard), the guarded data going (Trim, document
+// Delete and Purge), ForgetKey, sweeps and restarts; on a shared engine a
+// second DB, as another process, makes some of the enqueues. A model
 // of tipkv.Scope's table says what every guarded write must return (the
 // first result, a new one, or the mismatch error); after every step the
 // queues are compared with their models (queues_model.go) and every key
@@ -176,7 +178,8 @@ func runOnceModel(t *testing.T, b backend, seed uint64, steps int) {
 		nextSeq[name] = -1
 	}
 	lastPos := int64(0)               // the feed's last position
-	docVersions := map[string]int64{} // each document's last version
+	docVersions := map[string]int64{} // each document's last version, 0 once purged
+	docDeleted := map[string]bool{}
 
 	// scopeFor returns key k's usual scope, and now and then another.
 	scopeFor := func(k int, queue bool) tipkv.Scope {
@@ -482,10 +485,30 @@ func runOnceModel(t *testing.T, b backend, seed uint64, steps int) {
 			checkOnce(step, op, n, w, v, dup, err)
 			if err == nil && !dup {
 				docVersions[id]++
+				docDeleted[id] = false
 				require.Equal(t, docVersions[id], v, "step %d: %s: the document's next version", step, op)
 				record(n, sc, v, value)
 			}
-		case r < 97:
+		case r < 96:
+			// The document goes; its keys hold (they go on returning
+			// the versions they wrote).
+			id := fmt.Sprint("doc", k%2)
+			if rng.IntN(2) == 0 {
+				op = "delete " + id
+				v, err := docs.Delete(db, id)
+				require.NoError(t, err, "step %d: %s", step, op)
+				if docVersions[id] > 0 && !docDeleted[id] {
+					docVersions[id]++
+					docDeleted[id] = true
+				}
+				require.Equal(t, docVersions[id], v, "step %d: %s: the marker's version", step, op)
+			} else {
+				op = "purge " + id
+				_, err := docs.Purge(db, id)
+				require.NoError(t, err, "step %d: %s", step, op)
+				docVersions[id], docDeleted[id] = 0, false
+			}
+		case r < 98:
 			var held bool
 			var err error
 			var n onceName
