@@ -32,6 +32,7 @@ func onceCases() []testCase {
 		{"DocumentAndFeedScopes", checked(testOnceVersionedScopes)},
 		{"SweepDeletesEndedKeys", checked(testOnceSweep)},
 		{"Invalid", checked(testOnceInvalid)},
+		{"OnceModel", checked(testOnceModel)},
 	}
 }
 

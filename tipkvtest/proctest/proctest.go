@@ -159,10 +159,10 @@ type spec struct {
 	Groups      int
 }
 
-// IsChild reports whether this process is a child that Start started. A
-// TestMain that sets up what only the parent needs (a server, a cluster)
-// skips it in a child.
-func IsChild() bool { return os.Getenv(childEnv) != "" }
+// IsChild reports whether this process is a child that Start or RunOnce
+// started. A TestMain that sets up what only the parent needs (a server,
+// a cluster) skips it in a child.
+func IsChild() bool { return os.Getenv(childEnv) != "" || os.Getenv(onceEnv) != "" }
 
 // LaterClock is a clock an hour ahead of the wall clock: give it to the
 // DB that Check drains (tipkv.Options.Clock), so that the leases killed
