@@ -86,6 +86,9 @@ func (q *Queue[T]) enqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, op
 		Kind: once.Kind(scope.Kind()), Window: int64(scope.Duration()),
 		Hash: once.Hash(payload),
 	}
+	if q.c.sm == nil {
+		op.Lives = q.c.itemLives
+	}
 	if tx, err := link.TxOf(w); err == nil && tx == nil {
 		// On the DB: a key that holds needs no Tx.
 		if seq, held, err := op.Peek(q.c.store, q.c.clock().UnixNano()); err != nil || held {
