@@ -35,8 +35,10 @@ import (
 // return for it, inside an Update too (see Enqueue); with an error it
 // returns 0.
 //
-// On a *tipkv.DB, a key that holds is found with one read, and no write
-// is made. A key is at most once.MaxKeySize (1,024) bytes; an empty key, a
+// On a *tipkv.DB, a key that holds is found with one read of its record,
+// and no write is made; an UntilDone key then asks whether its message
+// lives, on Pebble from the queue's memory when it knows (the message is
+// in the queue), otherwise with a read of the message. A key is at most once.MaxKeySize (1,024) bytes; an empty key, a
 // longer one or the zero Scope is tipkv.ErrInvalid.
 func (q *Queue[T]) EnqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, item T) (seq int64, dup bool, err error) {
 	return q.EnqueueOnceWith(w, key, scope, EnqueueOptions{}, item)
