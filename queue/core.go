@@ -731,3 +731,25 @@ func (c *core) restore(ss []saved) {
 	}
 	c.notify()
 }
+
+// itemLives reports from memory, on an exclusive engine, whether message
+// seq is still an item of the queue, when memory knows: a number below
+// the watermark past the gaps aborted enqueues left and not yet read
+// (fresh), or one with a live entry whose consume has not been applied.
+// Anything else (a number being enqueued, consumed, a gap, a dead letter)
+// is not known: the store answers. It is what an until-done idempotency
+// key asks of a duplicate (once.Op.Lives).
+func (c *core) itemLives(seq int64) (lives, known bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case !c.loaded || c.closed || seq >= c.watermark:
+		return false, false
+	case seq >= c.cursor:
+		return true, seq >= c.abortedTo
+	}
+	if e := c.entryAt(seq); e != nil && !e.gone {
+		return true, true
+	}
+	return false, false
+}

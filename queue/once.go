@@ -35,8 +35,10 @@ import (
 // return for it, inside an Update too (see Enqueue); with an error it
 // returns 0.
 //
-// On a *tipkv.DB, a key that holds is found with one read, and no write
-// is made. A key is at most once.MaxKeySize (1,024) bytes; an empty key, a
+// On a *tipkv.DB, a key that holds is found with one read of its record,
+// and no write is made; an UntilDone key then asks whether its message
+// lives, on Pebble from the queue's memory when it knows (the message is
+// in the queue), otherwise with a read of the message. A key is at most once.MaxKeySize (1,024) bytes; an empty key, a
 // longer one or the zero Scope is tipkv.ErrInvalid.
 func (q *Queue[T]) EnqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, item T) (seq int64, dup bool, err error) {
 	return q.EnqueueOnceWith(w, key, scope, EnqueueOptions{}, item)
@@ -85,6 +87,9 @@ func (q *Queue[T]) enqueueOnce(w tipkv.Writer, key string, scope tipkv.Scope, op
 		Space: once.SpaceQueue, Name: q.c.name, Key: key,
 		Kind: once.Kind(scope.Kind()), Window: int64(scope.Duration()),
 		Hash: once.Hash(payload),
+	}
+	if q.c.sm == nil {
+		op.Lives = q.c.itemLives
 	}
 	if tx, err := link.TxOf(w); err == nil && tx == nil {
 		// On the DB: a key that holds needs no Tx.

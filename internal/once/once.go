@@ -259,6 +259,11 @@ type Op struct {
 	Kind             Kind
 	Window           int64 // Window's length, ns
 	Hash             [HashSize]byte
+	// Lives, if set, answers from memory whether message seq of queue
+	// Name is still an item, when it knows (known true): Peek then asks
+	// the store nothing more about an until-done record. Nil: the store
+	// answers.
+	Lives func(seq int64) (lives, known bool)
 
 	rk  []byte // the record's key
 	raw []byte // the stale record read by Check, nil for none
@@ -287,11 +292,24 @@ func (op *Op) recordKey() []byte {
 // Peek reads the key's record in r at now, outside any Tx: a write on a DB
 // that finds its key held returns without a Tx. It returns the first
 // write's result and true when the key holds, an error matching
-// ErrMismatch when it holds for other content.
+// ErrMismatch when it holds for other content. An until-done record's
+// message is looked up through Lives first, if set.
 func (op *Op) Peek(r engine.Reader, now int64) (int64, bool, error) {
-	rec, _, held, err := op.read(r, now)
-	if err != nil || !held {
+	rec, raw, err := op.get(r)
+	if err != nil || raw == nil {
 		return 0, false, err
+	}
+	held, known := false, false
+	if op.Lives != nil && rec.Kind == UntilDone {
+		held, known = op.Lives(rec.Result)
+	}
+	if !known {
+		if held, err = Holds(r, op.Name, rec, now); err != nil {
+			return 0, false, err
+		}
+	}
+	if !held {
+		return 0, false, nil
 	}
 	if err := op.match(rec); err != nil {
 		return 0, false, err
@@ -301,18 +319,26 @@ func (op *Op) Peek(r engine.Reader, now int64) (int64, bool, error) {
 
 // read reads the record: held says it holds at now.
 func (op *Op) read(r engine.Reader, now int64) (rec Record, raw []byte, held bool, err error) {
-	raw, err = r.Get(op.recordKey())
-	if errors.Is(err, engine.ErrNotFound) {
-		return rec, nil, false, nil
-	}
-	if err != nil {
+	if rec, raw, err = op.get(r); err != nil || raw == nil {
 		return rec, nil, false, err
-	}
-	if rec, err = Parse(raw); err != nil {
-		return rec, nil, false, fmt.Errorf("key %x: %w", op.rk, err)
 	}
 	held, err = Holds(r, op.Name, rec, now)
 	return rec, raw, held, err
+}
+
+// get reads and parses the record; raw is nil when there is none.
+func (op *Op) get(r engine.Reader) (rec Record, raw []byte, err error) {
+	raw, err = r.Get(op.recordKey())
+	if errors.Is(err, engine.ErrNotFound) {
+		return rec, nil, nil
+	}
+	if err != nil {
+		return rec, nil, err
+	}
+	if rec, err = Parse(raw); err != nil {
+		return rec, nil, fmt.Errorf("key %x: %w", op.rk, err)
+	}
+	return rec, raw, nil
 }
 
 func (op *Op) match(rec Record) error {
