@@ -2,7 +2,6 @@ package etcdkv_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -120,15 +119,8 @@ func TestMultiProcessGroups(t *testing.T) {
 		Backlog: 200,
 		Groups:  4,
 	})
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	rig.WaitProgress(t, 10, "at the start")
-	roles := rig.Roles()
-	for range 6 {
-		r := roles[rng.IntN(len(roles))]
-		rig.Kill(t, r)
-		rig.Restart(t, r)
-		rig.WaitProgress(t, 10, "after "+r+" was killed")
-	}
+	rig.KillRandom(t, 6, 10)
 	rig.Stop(t)
 	db, err := etcdkv.Open(context.Background(), etcdkv.Config{Endpoints: eps, Namespace: ns}, &tipkv.Options{Clock: proctest.LaterClock})
 	require.NoError(t, err)

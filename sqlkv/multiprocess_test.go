@@ -155,15 +155,8 @@ func TestMultiProcessGroups(t *testing.T) {
 		Backlog: 200,
 		Groups:  4,
 	})
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	rig.WaitProgress(t, 10, "at the start")
-	roles := rig.Roles()
-	for range 6 {
-		r := roles[rng.IntN(len(roles))]
-		rig.Kill(t, r)
-		rig.Restart(t, r)
-		rig.WaitProgress(t, 10, "after "+r+" was killed")
-	}
+	rig.KillRandom(t, 6, 10)
 	rig.Stop(t)
 	db, err := sqlkv.Open(context.Background(), sqlkv.Config{DSN: dsn(t), Table: table}, &tipkv.Options{Clock: proctest.LaterClock})
 	require.NoError(t, err)

@@ -69,6 +69,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -254,6 +255,20 @@ func (r *Rig) Restart(t testing.TB, role string) {
 		}
 	}()
 	r.children[role] = c
+}
+
+// KillRandom SIGKILLs a child chosen at random, starts it again and waits
+// until every child has made progress acknowledged writes, rounds times.
+func (r *Rig) KillRandom(t testing.TB, rounds, progress int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	roles := r.Roles()
+	for range rounds {
+		role := roles[rng.IntN(len(roles))]
+		r.Kill(t, role)
+		r.Restart(t, role)
+		r.WaitProgress(t, progress, "after "+role+" was killed")
+	}
 }
 
 // Kill SIGKILLs the child of role and waits until it is gone. It strikes
