@@ -47,7 +47,11 @@ type Options[T any] struct {
 	// reads it through without a lock: 64 bytes a slot, 8 slots per entry
 	// remembered while it grows, up to CacheEntries slots rounded up to a
 	// power of two (4 MiB at the default, reached at 8,192 entries).
-	// The cache grows to the largest value any handle of the DB asks for
+	// A document the DB only reads is remembered from its second Latest
+	// on: the first is noted in a table of recent misses (4 bytes a slot,
+	// 65,536 slots, 256 KiB, whatever CacheEntries), so that reads spread
+	// over more documents than the cache holds do not pay for entries
+	// forgotten unused. The cache grows to the largest value any handle of the DB asks for
 	// and never shrinks. The default is 65,536.
 	CacheEntries int
 

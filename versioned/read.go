@@ -175,7 +175,7 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	if v == 0 && live {
 		// The latest version is known when this DB wrote or read the
 		// document recently: a point Get of its key, or no read at all
-		// (a seek below teaches it, see writer.learn). The
+		// (a second seek below teaches it, see writer.learn). The
 		// version cache's hints come first (they hold the hot
 		// documents), then the miss filter, then the cache under its
 		// mutex.
@@ -235,8 +235,9 @@ func (c *Collection[T]) seek(r engine.Reader, id string, v int64) (d Doc[T], err
 	*buf = b
 	lo, hi := b[:m:m], b[m:]
 	// A read of the latest version teaches the version cache (see
-	// writer.learn), from the epoch before the iterator's snapshot.
-	learn := v == 0 && live && c.fm.Current() && !knobs.Versioned.NoLearn
+	// writer.learn), from the epoch before the iterator's snapshot, on
+	// the document's second miss (see admission).
+	learn := v == 0 && live && c.fm.Current() && !knobs.Versioned.NoLearn && c.w.cache.admit.second(lo)
 	var epoch uint64
 	if learn {
 		epoch = c.w.cache.epoch.Load()

@@ -203,6 +203,9 @@ type versionCache struct {
 	cur, old map[string]*docEntry
 	half     int
 	hints    *hints
+	// admit picks the reads that teach the cache (admit.go); read
+	// without mu.
+	admit *admission
 	// epoch grows (under writer.mu) whenever what the cache knows may
 	// have changed without a reader seeing it in an entry: a Tx released
 	// documents, or entries were dropped. A read that learns a latest
@@ -215,7 +218,7 @@ func newVersionCache(size int) versionCache {
 	half := max(size/2, 1)
 	h := &hints{seed: maphash.MakeSeed()}
 	h.size(0) // grows with the entries (see entry)
-	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half, hints: h, epoch: new(atomic.Uint64)}
+	return versionCache{cur: make(map[string]*docEntry, half), old: make(map[string]*docEntry), half: half, hints: h, admit: newAdmission(size), epoch: new(atomic.Uint64)}
 }
 
 // entry returns k's entry, creating it, and moves it to the current
@@ -575,7 +578,8 @@ func (w *writer) knownLocked(prefix []byte) (latest int64, deleted, ok bool) {
 // document under prefix with its stored value raw, in the version cache
 // and its hints, so that a document a DB only reads (after a restart, or
 // written by an earlier process) is read with a point Get from then on,
-// as one it wrote is. epoch is the cache's epoch loaded before the read's
+// as one it wrote is. Reads call it on a document's second miss, not its
+// first (see admission). epoch is the cache's epoch loaded before the read's
 // iterator was made. On an exclusive engine every version is written by a
 // Tx that holds the document's entry until after the version is visible
 // and bumps the epoch when it releases it, and an entry leaves the cache
