@@ -301,12 +301,21 @@ func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64,
 				c = min(c, slowest)
 			}
 		}
+		var top int64
+		if err == nil && c > 0 {
+			// Read before the drop, which marks the Tx's own Appends
+			// dropped.
+			top, err = tr.topKnown()
+		}
 		if err == nil {
 			if f.shared {
 				err = tr.dropShared(c)
 			} else {
 				err = tr.drop(c)
 			}
+		}
+		if err == nil && c > 0 {
+			err = tr.mark(top, c, f.shared)
 		}
 		if err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
@@ -323,6 +332,10 @@ type trimmer struct {
 	st     *stream
 	d      *docState // the Tx's view: low and cut
 	own    *feedTx   // the Tx's Appends
+	// newest is the stream's newest stored event (0: none), known when
+	// newestRead: cutAfter's scan starts there.
+	newest     int64
+	newestRead bool
 }
 
 func (f *Feed[T]) trimmer(tx *link.Tx, prefix []byte) (*trimmer, error) {
@@ -386,6 +399,13 @@ func (tr *trimmer) cutAfter(keep int) (cut int64, err error) {
 		}
 	}()
 	stored := sc.next()
+	if sc.err == nil {
+		// The scan starts at the top: its first event is the newest.
+		tr.newest, tr.newestRead = 0, true
+		if stored {
+			tr.newest = sc.n
+		}
+	}
 	for n := 0; ; n++ {
 		var p int64
 		switch {

@@ -141,7 +141,7 @@ func (f *Feed[T]) appendTx(tx *link.Tx, stream string, at int64, val []byte) (in
 			return 0, fmt.Errorf("stream %q: %w", stream, err)
 		}
 	}
-	p, before, err := st.reserve(f.store, prefix, at, f.clock)
+	p, before, mark, err := st.reserve(f.store, prefix, at, f.clock)
 	if err != nil {
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
@@ -154,7 +154,7 @@ func (f *Feed[T]) appendTx(tx *link.Tx, stream string, at int64, val []byte) (in
 		if err := tx.Batch.Require(engine.Absent(key)); err != nil {
 			return 0, err
 		}
-		if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
+		if err := ft.guardHead(tx.Batch, st, prefix, before, mark); err != nil {
 			return 0, err
 		}
 	}
