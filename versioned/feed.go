@@ -257,6 +257,12 @@ func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byt
 // On a shared engine the events at or below the cut go with one range
 // delete at commit; events other processes append while Trim runs are
 // kept, so it may keep more than keepNewest, never fewer.
+//
+// Positions do not go back after a trim: a trim that drops the stream's
+// newest event (keepNewest 0, say) stores its cut, that event's position,
+// as the stream's trim mark (one key, 04 | stream | desc(0)), and Append
+// places later events above it, after a restart and in other processes
+// too (see Append). A trim that keeps the newest event writes nothing more.
 func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -274,6 +280,11 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 // On a shared engine, when the stream holds events before t, they go with
 // one range delete at commit, which also takes those other processes
 // append before t meanwhile.
+//
+// When it drops the stream's newest event, t-1 becomes the stream's trim
+// mark (see Trim), since every event appended before t meanwhile may go
+// with it: Append then places events at t or after, even while the clock
+// reads a time before t.
 func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
