@@ -75,6 +75,7 @@ func testPositionsStayAboveTrims(t *testing.T, b backend) {
 			require.NoError(t, f.Advance(db, "s", "g", 0, last))
 			tc.trim(t, db, f, clock)
 			require.Empty(t, testutil.Collect(t, f.Newest("s", tipkv.Query{})), "the trim dropped every event")
+			require.NotContains(t, testutil.Collect(t, versioned.Streams(db)), "s", "a stream that holds only its mark is not listed")
 
 			if b.Reopen != nil {
 				db = b.Reopen(t, db, nil)
