@@ -40,7 +40,7 @@
 //	family 0x01  versions      01 | collection | id | desc(v)  document
 //	family 0x02  queue items   02 | queue | asc(seq)           message
 //	family 0x03  queue state   03 | queue                      head, tail
-//	family 0x04  feed events   04 | stream | desc(pos)         event
+//	family 0x04  feed events   04 | stream | desc(pos)         event (pos 0: no event, the stream's trim mark, asc(pos))
 //	family 0x05  dead letters  05 | queue | asc(seq)           message
 //	family 0x06  feed cursors  06 | stream | group             asc(position)
 //	family 0x07  once          07 | space | name | key         idempotency key: result, hash, scope

@@ -141,6 +141,17 @@ func decodeRecord(k key, v []byte, fm docfmt.Rules) record {
 		}
 		r.value = decodeVersion(v, fm)
 	default: // feed
+		if k.num == 0 {
+			// Position 0 holds no event but the stream's trim mark,
+			// asc(position): versioned's feed_mark.go.
+			if len(v) != codec.NumberSize {
+				r.bad = fmt.Sprintf("trim mark of %d bytes, want %d", len(v), codec.NumberSize)
+				return r
+			}
+			m, _, _ := codec.DecodeAsc(v)
+			r.header, r.headerOnly = object{{"trim_mark", m}, {"time", unixTime(m)}}, true
+			return r
+		}
 		ev, meta := fm.ParseEvent(v)
 		if meta != nil {
 			r.header = append(r.header, field{"meta", rawMetaObject(meta)})

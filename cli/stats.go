@@ -134,6 +134,9 @@ func (st *storeStats) add(k key, v []byte) {
 		}
 		c.versions++
 	case codec.FamilyFeed:
+		if k.num == 0 {
+			break // the stream's trim mark, not an event
+		}
 		n := len(st.streams)
 		if n == 0 || string(st.streams[n-1].name) != string(k.segs[0]) {
 			st.streams = append(st.streams, &streamStats{name: k.segs[0], newest: k.num})

@@ -146,3 +146,14 @@ func TestJSONValues(t *testing.T) {
 	require.NotContains(t, recs[0], "value_encoding", "msgpack is the default, not marked")
 	cliOK(t, "check", dir)
 }
+
+// A stream's trim mark (position 0 of the feed family) is no event: dump
+// shows its position, and a mark of the wrong size is named.
+func TestDecodeTrimMark(t *testing.T) {
+	k := codec.AppendDesc(codec.AppendString(codec.AppendFamily(nil, codec.FamilyFeed), "s"), 0)
+	r := decodeRecord(decodeKey(k), codec.AppendAsc(nil, 1700000000000000000), docfmt.Rules{})
+	require.Empty(t, r.bad)
+	require.Equal(t, `{"trim_mark":1700000000000000000,"time":"2023-11-14T22:13:20Z"}`, jsonText(t, r.header))
+	r = decodeRecord(decodeKey(k), []byte{1, 2}, docfmt.Rules{})
+	require.Equal(t, "trim mark of 2 bytes, want 8", r.bad)
+}

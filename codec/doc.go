@@ -53,7 +53,7 @@
 //	0x01  versions      01 | collection | id | desc(version) a document version
 //	0x02  queue-items   02 | queue | asc(seq)                a queue message and its header
 //	0x03  queue-state   03 | queue                           a queue's head and tail (lower bounds)
-//	0x04  feed          04 | stream | desc(position)         a feed event
+//	0x04  feed          04 | stream | desc(position)         a feed event; at position 0, asc(position): the stream's trim mark
 //	0x05  dead-letters  05 | queue | asc(seq)                a dead letter and its header
 //	0x06  feed-cursors  06 | stream | group                  asc(position): a consumer group's cursor
 //	0x07  once          07 | space | name | key              an idempotency key's record (result, hash, scope)

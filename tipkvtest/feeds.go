@@ -37,6 +37,8 @@ func feedCases() []testCase {
 		{"AppendAfterAnEventAtTheLastNanosecond", checked(testAppendAfterAnEventAtTheLastNanosecond)},
 		{"FeedUsesTheDBClock", checked(testFeedUsesTheDBClock)},
 		{"PositionsContinueAfterReopen", checked(testPositionsContinueAfterReopen)},
+		{"PositionsStayAboveTrims", checked(testPositionsStayAboveTrims)},
+		{"PositionsStayAboveAnotherProcessTrim", checked(testPositionsStayAboveAnotherProcessTrim)},
 		{"TrimsRacingAppends", checked(testTrimsRacingAppends)},
 		{"TrimsRacingAppendsWithRangeDeletes", checked(withKnob(&knobs.Versioned.DropRangeMin, 8, testTrimsRacingAppends))},
 		{"SharedAppends", checked(testSharedAppends)},

@@ -45,12 +45,17 @@
 //
 //	version  01 | collection | id | desc(version)  -> header | encoded document
 //	event    04 | stream          | desc(position) -> encoded event
+//	mark     04 | stream          | desc(0)        -> asc(position)
 //	cursor   06 | stream | group                   -> asc(position)
 //	lease    0A | stream | group | asc(epoch)      -> asc(deadline) | member
 //
 // For example version 3 of document "a" of collection "users":
 //
 //	01 75 73 65 72 73 00 01 61 00 01 7f ff ff ff ff ff ff fc
+//
+// The mark is a stream's trim mark, at position 0, which no event holds:
+// the cut of the last trim that dropped the stream's newest event (see
+// Feed.Trim and feed_mark.go).
 //
 // Everything before desc(n) is a document's (or stream's) prefix: bloom
 // filters are kept per prefix, so the Latest of a document that never
@@ -174,6 +179,14 @@
 // (read back from the store at the first Append after opening). A trim
 // inside an Update counts and drops the Update's own Appends.
 //
+// A stream's positions never go back: Append places an event above every
+// position the stream has held, across trims, retention, restarts and
+// (on a shared engine) processes. A trim that drops the stream's newest
+// event stores its cut as the stream's trim mark, and the last position
+// Append reads back is the greater of the newest event and the mark; so a
+// group's cursor or a follower at a trimmed position never skips a later
+// event. Only AppendAt places an event where it is told, below them too.
+//
 // On Pebble, Prune, PruneBefore, Purge and the trims delete short runs of
 // versions or events with point deletes and runs of 32 or more with one
 // range delete that starts where the last one ended, so range deletes
@@ -207,7 +220,10 @@
 //     of an Update's writes hold at its commit. An Append requires its
 //     position absent and, once per Update and stream, no event above the
 //     last position the DB knew of, so that commit order is position
-//     order. Processes appending to one stream at full speed take turns
+//     order; and that the stream's trim mark is the one it read, so that a
+//     process whose memory missed other processes' events and the trim
+//     that dropped them reads the stream again rather than go back below
+//     them. Processes appending to one stream at full speed take turns
 //     on its head: one whose commit lost reads the head and runs again,
 //     and can lose several times running (measured on PostgreSQL with its
 //     defaults, two processes: p99 4-7 retries, at most 11 in 250 Appends
@@ -233,8 +249,10 @@
 //     DB knows, or the DB knows nothing (the condition checks it), and
 //     reads the store when they disagree, so that its ErrConflict is
 //     always the store's answer. The first Append to a stream reads the
-//     stream's newest position, and so does the first after a failed
-//     commit. A trim reads whether anything is left to drop.
+//     stream's newest position and its trim mark, and so does the first
+//     after a failed commit. A trim reads whether anything is left to
+//     drop, and the stream's newest event; one that drops it reads the
+//     mark, and requires it unchanged as it raises it.
 //   - Drops are one range delete: one operation for a remote engine, and
 //     what it covers is decided at commit: a trim that drops anything also
 //     drops what other processes appended below its cut meanwhile. Trim

@@ -257,6 +257,12 @@ func (f *Feed[T]) span(stream string, q tipkv.Query, lo, hi int64) (prefix []byt
 // On a shared engine the events at or below the cut go with one range
 // delete at commit; events other processes append while Trim runs are
 // kept, so it may keep more than keepNewest, never fewer.
+//
+// Positions do not go back after a trim: a trim that drops the stream's
+// newest event (keepNewest 0, say) stores its cut, that event's position,
+// as the stream's trim mark (one key, 04 | stream | desc(0)), and Append
+// places later events above it, after a restart and in other processes
+// too (see Append). A trim that keeps the newest event writes nothing more.
 func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -274,6 +280,11 @@ func (f *Feed[T]) Trim(w tipkv.Writer, stream string, keepNewest int) error {
 // On a shared engine, when the stream holds events before t, they go with
 // one range delete at commit, which also takes those other processes
 // append before t meanwhile.
+//
+// When it drops the stream's newest event, t-1 becomes the stream's trim
+// mark (see Trim), since every event appended before t meanwhile may go
+// with it: Append then places events at t or after, even while the clock
+// reads a time before t.
 func (f *Feed[T]) TrimBefore(w tipkv.Writer, stream string, t time.Time) error {
 	if err := checkName("stream", stream); err != nil {
 		return err
@@ -301,12 +312,21 @@ func (f *Feed[T]) trim(w tipkv.Writer, stream string, cut func(*trimmer) (int64,
 				c = min(c, slowest)
 			}
 		}
+		var top int64
+		if err == nil && c > 0 {
+			// Read before the drop, which marks the Tx's own Appends
+			// dropped.
+			top, err = tr.topKnown()
+		}
 		if err == nil {
 			if f.shared {
 				err = tr.dropShared(c)
 			} else {
 				err = tr.drop(c)
 			}
+		}
+		if err == nil && c > 0 {
+			err = tr.mark(top, c, f.shared)
 		}
 		if err != nil {
 			return fmt.Errorf("stream %q: %w", stream, err)
@@ -323,6 +343,10 @@ type trimmer struct {
 	st     *stream
 	d      *docState // the Tx's view: low and cut
 	own    *feedTx   // the Tx's Appends
+	// newest is the stream's newest stored event (0: none), known when
+	// newestRead: cutAfter's scan starts there.
+	newest     int64
+	newestRead bool
 }
 
 func (f *Feed[T]) trimmer(tx *link.Tx, prefix []byte) (*trimmer, error) {
@@ -386,6 +410,13 @@ func (tr *trimmer) cutAfter(keep int) (cut int64, err error) {
 		}
 	}()
 	stored := sc.next()
+	if sc.err == nil {
+		// The scan starts at the top: its first event is the newest.
+		tr.newest, tr.newestRead = 0, true
+		if stored {
+			tr.newest = sc.n
+		}
+	}
 	for n := 0; ; n++ {
 		var p int64
 		switch {

@@ -65,11 +65,27 @@ func unixNanos(t time.Time) int64 {
 // back from the store). Events of concurrent Updates can commit in another
 // order than their positions: a feed is ordered by time, not by commit.
 //
+// A position is above every position the stream ever held, trims
+// included: a trim that drops the stream's newest event (Trim, TrimBefore,
+// retention) stores its cut as the stream's trim mark, and the last
+// position read back is the greater of the newest event and the mark. So a
+// stream trimmed to empty, the DB reopened and the clock behind the
+// dropped events, still gets positions past them, and a group's cursor or
+// a follower at the old last position does not skip the new event. Only
+// the first Append to a stream whose last position this DB does not know
+// reads the store (its newest event and its mark); later ones read
+// nothing.
+//
 // On a shared engine positions are unique across processes too: the event
 // is written on the condition that its position is free, and if another
 // process took it first (the same clock instant), the Append runs again
-// after reading the stream's newest position. Positions increase per
-// process, not across processes, whose clocks differ.
+// after reading the stream's newest position. Its commit also requires no
+// event above the last position its process knew of, and the trim mark
+// it read: if another process appended above, or trimmed events this one
+// never saw, the Append runs again above them. Positions increase per
+// process, and never go back past a position another process stored
+// before the Append began; processes' clocks differ, so positions of
+// concurrent Appends of two processes are ordered by neither clock.
 func (f *Feed[T]) Append(w tipkv.Writer, stream string, event T) (int64, error) {
 	return f.append(w, stream, 0, event)
 }
@@ -141,7 +157,7 @@ func (f *Feed[T]) appendTx(tx *link.Tx, stream string, at int64, val []byte) (in
 			return 0, fmt.Errorf("stream %q: %w", stream, err)
 		}
 	}
-	p, before, err := st.reserve(f.store, prefix, at, f.clock)
+	p, before, mark, err := st.reserve(f.store, prefix, at, f.clock)
 	if err != nil {
 		return 0, fmt.Errorf("stream %q: %w", stream, err)
 	}
@@ -154,7 +170,7 @@ func (f *Feed[T]) appendTx(tx *link.Tx, stream string, at int64, val []byte) (in
 		if err := tx.Batch.Require(engine.Absent(key)); err != nil {
 			return 0, err
 		}
-		if err := ft.guardHead(tx.Batch, st, prefix, before); err != nil {
+		if err := ft.guardHead(tx.Batch, st, prefix, before, mark); err != nil {
 			return 0, err
 		}
 	}

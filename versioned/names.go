@@ -19,7 +19,8 @@ func Collections(db *tipkv.DB) iter.Seq2[string, error] {
 }
 
 // Streams yields the names of the feed streams of db that hold at least
-// one event, in bytewise order. It is a skip-scan over the feed family,
+// one event (a stream trimmed to empty keeps only its trim mark, and is
+// not one), in bytewise order. It is a skip-scan over the feed family,
 // [04, 05): one seek per stream. An error is yielded once, as the last
 // pair.
 func Streams(db *tipkv.DB) iter.Seq2[string, error] {
@@ -58,11 +59,11 @@ func scanNames(db *tipkv.DB, f codec.Family, yield func(string) bool) (err error
 	}()
 	for ok := it.First(); ok; {
 		k := it.Key()
-		name, _, err := codec.DecodeString(k[1:])
+		name, rest, err := codec.DecodeString(k[1:])
 		if err != nil {
 			return fmt.Errorf("key %x: %w", k, err)
 		}
-		if !yield(name) {
+		if !(f == codec.FamilyFeed && isMarkSuffix(rest)) && !yield(name) {
 			return nil
 		}
 		ok = it.SeekGE(codec.PrefixEnd(namePrefix(f, name)))

@@ -92,7 +92,10 @@ func (p *positions) len() int {
 //	                     out there committed or aborted, so a follower
 //	                     may read up to bound (followBound)
 //	(last, MaxInt64]     free: Append takes the clock's time, or last+1
-//	                     when the clock is not past last
+//	                     when the clock is not past last; last is never
+//	                     below the stream's trim mark (feed_mark.go),
+//	                     so that a stream trimmed to empty does not
+//	                     hand out its dropped positions again
 //	[t, ties[t])         for a time t given to AppendAt at or below last:
 //	                     taken when recorded, so the next AppendAt(t)
 //	                     probes from ties[t]
@@ -107,8 +110,9 @@ func (p *positions) len() int {
 // are guarded by mu.
 type stream struct {
 	mu       sync.Mutex
-	loaded   bool               // last has been read from the store
-	last     int64              // top of [low, last]: the greatest position handed out or stored
+	loaded   bool               // last and mark have been read from the store
+	last     int64              // top of [low, last]: the greatest position handed out, stored or trimmed (the mark)
+	mark     int64              // the stored trim mark as last read or raised (0: none): a shared engine's Appends require it
 	inflight map[int64]struct{} // in [low, last]: handed out, the Tx not finished
 	ties     map[int64]int64    // t -> ties[t], for AppendAt (emptied at maxTies)
 	low      int64              // bottom of [low, last], 0 when unknown
@@ -132,29 +136,47 @@ func (st *stream) busy() bool {
 // maxTies bounds stream.ties; the map is emptied when it is full.
 const maxTies = 1024
 
+// load reads the stream's last position and trim mark from the store
+// when they are not known: one seek and one Get. st.mu is held.
+func (st *stream) load(s engine.Reader, prefix []byte) error {
+	if st.loaded {
+		return nil
+	}
+	last, mark, err := lastStored(s, prefix)
+	if err != nil {
+		return err
+	}
+	// max: after an unload (a shared engine's failed commit), this
+	// process's own Appends in flight may lie above what is stored.
+	st.last, st.mark, st.loaded = max(st.last, last), mark, true
+	return nil
+}
+
+// raise lifts the stream's last position and mark to m, a trim mark
+// that a Tx of this process committed.
+func (st *stream) raise(m int64) {
+	st.mu.Lock()
+	st.last, st.mark = max(st.last, m), max(st.mark, m)
+	st.mu.Unlock()
+}
+
 // reserve hands out a unique position: with at == 0, the clock's time
 // bumped past the last position; otherwise at, or the first nanosecond
 // after it that no stored or in-flight event holds. It returns the last
-// position before too. A clock reading out of [MinTime, MaxTime] is
-// ErrInvalid.
-func (st *stream) reserve(s engine.Reader, prefix []byte, at int64, clock func() time.Time) (p, before int64, err error) {
+// position before too, and the trim mark that last accounts for. A clock
+// reading out of [MinTime, MaxTime] is ErrInvalid.
+func (st *stream) reserve(s engine.Reader, prefix []byte, at int64, clock func() time.Time) (p, before, mark int64, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !st.loaded {
-		last, err := newestNumber(s, prefix)
-		if err != nil {
-			return 0, 0, err
-		}
-		// max: after an unload (a shared engine's failed commit), this
-		// process's own Appends in flight may lie above what is stored.
-		st.last, st.loaded = max(st.last, last), true
+	if err := st.load(s, prefix); err != nil {
+		return 0, 0, 0, err
 	}
-	before = st.last
+	before, mark = st.last, st.mark
 	p = at
 	if at == 0 {
 		now := clock()
 		if err := checkTime("the clock reads", now); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		p = now.UnixNano()
 		if st.last < math.MaxInt64 {
@@ -176,11 +198,11 @@ func (st *stream) reserve(s engine.Reader, prefix []byte, at int64, clock func()
 				break
 			}
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		}
 		if p == math.MaxInt64 {
-			return 0, 0, fmt.Errorf("%w: every position from %d on is taken", tipkv.ErrInvalid, at)
+			return 0, 0, 0, fmt.Errorf("%w: every position from %d on is taken", tipkv.ErrInvalid, at)
 		}
 	}
 	if at != 0 && p <= st.last {
@@ -203,7 +225,7 @@ func (st *stream) reserve(s engine.Reader, prefix []byte, at int64, clock func()
 	if st.watching {
 		st.watchMin = min(st.watchMin, p)
 	}
-	return p, before, nil
+	return p, before, mark, nil
 }
 
 // unload marks the stream's last position and ties, hints on a shared
@@ -280,12 +302,8 @@ func (st *stream) changedCh() <-chan struct{} {
 func (st *stream) followBound(s engine.Reader, prefix []byte, wait bool) (bound int64, changed <-chan struct{}, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if !st.loaded {
-		last, err := newestNumber(s, prefix)
-		if err != nil {
-			return 0, nil, err
-		}
-		st.last, st.loaded = max(st.last, last), true
+	if err := st.load(s, prefix); err != nil {
+		return 0, nil, err
 	}
 	bound = st.last
 	for p := range st.inflight {
@@ -404,17 +422,24 @@ func (t *feedTx) drop(st *stream, cut int64) {
 
 // guardHead requires, once per Tx and stream on a shared engine, that the
 // store holds no event of the stream above before, the last position this
-// process knew of when the Tx first appended to it. Every position Append
-// hands out is above it, so a commit that passes the guard comes after
-// every event below its own: commit order is position order, across
+// process knew of when the Tx first appended to it, and that the stream's
+// trim mark is still mark, the one before accounts for. Every position
+// Append hands out is above it, so a commit that passes the guard comes
+// after every event below its own: commit order is position order, across
 // processes, and a follower that has read up to a position never meets an
 // event below it later (AppendAt into the past aside). If another process
-// appended above, the commit fails, the stream is read again (see
-// feedTx.aborted) and the Update runs again.
-func (t *feedTx) guardHead(b engine.Batch, st *stream, prefix []byte, before int64) error {
+// appended above, or trimmed events this process never saw (raising the
+// mark), the commit fails, the stream is read again (see
+// feedTx.aborted) and the Update runs again. Both conditions lie under
+// the stream's prefix: an engine that guards a range by its prefix takes
+// one lock for them.
+func (t *feedTx) guardHead(b engine.Batch, st *stream, prefix []byte, before, mark int64) error {
 	if slices.Contains(t.guarded, st) || before == math.MaxInt64 {
 		return nil
 	}
 	t.guarded = append(t.guarded, st)
-	return b.Require(engine.Empty(numberKey(prefix, math.MaxInt64), numberKey(prefix, before)))
+	if err := b.Require(engine.Empty(numberKey(prefix, math.MaxInt64), numberKey(prefix, before))); err != nil {
+		return err
+	}
+	return b.Require(markCond(prefix, mark))
 }

@@ -121,11 +121,13 @@ func (f *Feed[T]) Retain(ctx context.Context) (st RetainStats, err error) {
 	lo := appendEscaped(codec.AppendFamily(nil, codec.FamilyFeed), f.retention.Streams)
 	var names []string
 	err = walkPrefixes(f.store, lo, codec.PrefixEnd(lo), retainPage, func(it engine.Iter) error {
-		name, _, err := codec.DecodeString(it.Key()[1:])
+		name, rest, err := codec.DecodeString(it.Key()[1:])
 		if err != nil {
 			return fmt.Errorf("key %x: %w", it.Key(), err)
 		}
-		names = append(names, name)
+		if !isMarkSuffix(rest) { // a stream trimmed to empty holds nothing to trim
+			names = append(names, name)
+		}
 		return nil
 	}, func() error {
 		// The page's iterator is closed: trim its streams.

@@ -142,6 +142,10 @@ type docState struct {
 	// a shared engine low is 1 once a trim holds the stream, and trimmed
 	// is how far the Tx's range deletes reach.
 	low, trimmed, cut int64
+	// mark is the stream's trim mark as the Tx's trims read it (markRead)
+	// or wrote it (feed_mark.go).
+	mark     int64
+	markRead bool
 
 	// sh is what a Tx knows on a shared engine (see shared.go).
 	sh sharedView

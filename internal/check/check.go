@@ -236,6 +236,10 @@ func (ck *checker) visit(r Range, k, v []byte) {
 	case codec.FamilyVersions:
 		ck.version(k, name, rest, v)
 	case codec.FamilyFeed:
+		if bytes.Equal(rest, feedMarkSuffix) {
+			ck.feedMark(k, name, v)
+			return
+		}
 		ck.rep.Events++
 		ck.numbered(k, name, rest, "position", false)
 		ev, meta := ck.fm.ParseEvent(v)
@@ -320,6 +324,26 @@ func (ck *checker) visit(r Range, k, v []byte) {
 		if ck.o.Values && !ck.o.Raw[name] {
 			ck.payload(k, payload)
 		}
+	}
+}
+
+// feedMarkSuffix is desc(0), the number of a stream's trim mark: the
+// key 04 | stream | desc(0) holds no event but asc(mark), the cut of the
+// trim that dropped the stream's newest event (versioned's feed_mark.go).
+var feedMarkSuffix = codec.AppendDesc(nil, 0)
+
+// feedMark checks a stream's trim mark: a non-empty stream name and an
+// 8-byte position of at least 1.
+func (ck *checker) feedMark(k []byte, stream string, v []byte) {
+	if stream == "" {
+		ck.add("key", k, "empty name")
+	}
+	if len(v) != codec.NumberSize {
+		ck.add("value", k, "trim mark of %d bytes, want %d", len(v), codec.NumberSize)
+		return
+	}
+	if n, _, err := codec.DecodeAsc(v); err != nil || n < 1 {
+		ck.add("value", k, "trim mark %d: want a position of at least 1 (%v)", n, err)
 	}
 }
 

@@ -54,6 +54,7 @@ func store(t *testing.T) (engine.Store, func(kv ...[]byte)) {
 	set(vkey("c", "a", 1), []byte{0x01}, vkey("c", "a", 2), []byte{0x02}, vkey("c", "a", 3), []byte{docfmt.DeleteMarker},
 		vkey("c", "b", 7), []byte{0xc0}, // pruned below 7: fine
 		codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 5), []byte(`{"x":1}`),
+		codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 0), codec.AppendAsc(nil, 9), // its trim mark: no event
 		codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 5), []byte{}, // a purge horizon
 		qkey(0x02, "q", 3), item(), qkey(0x02, "q", 4), append(queuefmt.AppendHeader(nil, queuefmt.LeasedFormat, queuefmt.Header{At: 1, Headers: queuefmt.AppendPair(nil, "traceparent", "00-1-2-01")}), 0x01), // leased on a shared engine, with headers
 		codec.AppendString([]byte{0x03}, "q"), queuefmt.AppendState(nil, queuefmt.State{Head: 3, Tail: 5, Counted: true, Count: 2, CountTo: 5}),
@@ -113,6 +114,8 @@ func TestProblems(t *testing.T) {
 		{"a lease with no member", [][]byte{lkey("s", "g", 1), codec.AppendAsc(nil, 5)}, "value", "lease of 8 bytes"},
 		{"an event value in no form the format writes", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 6), {0xc1, 0x07}}, "value", "an event value that starts with C1"},
 		{"event metadata that does not decode", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 6), docfmt.AppendEvent(nil, []byte{0x01, 0x09}, []byte{0xc0})}, "value", "event metadata does not decode"},
+		{"a trim mark of 4 bytes", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 0), {0, 0, 0, 9}}, "value", "trim mark of 4 bytes"},
+		{"a trim mark at position 0", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x04}, "s"), 0), codec.AppendAsc(nil, 0)}, "value", "trim mark 0"},
 		{"a purge horizon with a value", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 5), {0x01}}, "value", "purge horizon with a 1-byte value"},
 		{"a purge horizon at time 0", [][]byte{codec.AppendDesc(codec.AppendString([]byte{0x0b}, "c"), 0), {}}, "key", "time 0 is below 1"},
 		{"two leases of one group", [][]byte{lkey("s", "g", 1), append(codec.AppendAsc(nil, 5), 'm'), lkey("s", "g", 2), append(codec.AppendAsc(nil, 5), 'n')}, "key", "a second lease key"},
