@@ -62,7 +62,7 @@ func queueCases() []testCase {
 		{"ModelGroups", testQueueModelGroups},
 		// Shared engines pass over runs of messages behind their groups'
 		// windows from 32 in a row; the model makes runs of a few.
-		{"ModelGroupsShortRuns", withKnob(&knobs.Queue.BlockedRunMin, 2, testQueueModelGroups)},
+		{"ModelGroupsShortRuns", withKnob(&knobs.Queue.BlockedRunMin, 2, testQueueModelGroupsShortRuns)},
 		{"SharedPopNeverTwice", testQueueSharedPop},
 		{"SharedLeaseNotStolen", testQueueSharedLease},
 		{"SharedWaitWakes", testQueueSharedWait},
