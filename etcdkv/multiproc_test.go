@@ -110,22 +110,29 @@ func TestMultiProcessGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs child processes for about 20 s")
 	}
-	eps := etcdkv.ClusterForTest().Endpoints()
-	ns := etcdkv.NamespaceForTest(t)
-	rig := proctest.Start(t, proctest.Config{
-		Child:   "TestMultiProcessChild",
-		Env:     []string{mpEnv + "=" + strings.Join(eps, ",") + "|" + ns},
-		Lease:   time.Second,
-		Backlog: 200,
-		Groups:  4,
-	})
+	rig, check := clusterRig(t, proctest.Config{Lease: time.Second, Backlog: 200, Groups: 4})
 	rig.WaitProgress(t, 10, "at the start")
 	rig.KillRandom(t, 6, 10)
 	rig.Stop(t)
-	db, err := etcdkv.Open(context.Background(), etcdkv.Config{Endpoints: eps, Namespace: ns}, &tipkv.Options{Clock: proctest.LaterClock})
-	require.NoError(t, err)
-	defer db.Close()
-	rig.Check(t, db)
+	check()
+}
+
+// clusterRig starts proctest's children (TestMultiProcessChild) on the
+// in-process cluster in a namespace of the test's own, and returns check,
+// which runs Check on a DB there whose clock runs ahead. Call it after
+// Stop.
+func clusterRig(t *testing.T, cfg proctest.Config) (*proctest.Rig, func()) {
+	eps := etcdkv.ClusterForTest().Endpoints()
+	ns := etcdkv.NamespaceForTest(t)
+	cfg.Child = "TestMultiProcessChild"
+	cfg.Env = []string{mpEnv + "=" + strings.Join(eps, ",") + "|" + ns}
+	rig := proctest.Start(t, cfg)
+	return rig, func() {
+		db, err := etcdkv.Open(context.Background(), etcdkv.Config{Endpoints: eps, Namespace: ns}, &tipkv.Options{Clock: proctest.LaterClock})
+		require.NoError(t, err)
+		defer db.Close()
+		rig.Check(t, db)
+	}
 }
 
 // Consumer-group members in two processes on the in-process cluster: the
@@ -139,11 +146,7 @@ func TestMembersStopped(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs child processes for about 20 s")
 	}
-	eps := etcdkv.ClusterForTest().Endpoints()
-	ns := etcdkv.NamespaceForTest(t)
-	rig := proctest.Start(t, proctest.Config{
-		Child:     "TestMultiProcessChild",
-		Env:       []string{mpEnv + "=" + strings.Join(eps, ",") + "|" + ns},
+	rig, check := clusterRig(t, proctest.Config{
 		Producers: 1, Consumers: 1, Members: 2,
 		Lease: time.Second, Backlog: 200,
 	})
@@ -156,8 +159,5 @@ func TestMembersStopped(t *testing.T) {
 		active = rig.WaitProjected(t, 20, "after the stopped member went on")
 	}
 	rig.Stop(t)
-	db, err := etcdkv.Open(context.Background(), etcdkv.Config{Endpoints: eps, Namespace: ns}, &tipkv.Options{Clock: proctest.LaterClock})
-	require.NoError(t, err)
-	defer db.Close()
-	rig.Check(t, db)
+	check()
 }
