@@ -151,6 +151,7 @@ func check(t testing.TB, lines []string, st store, perBatch int, lease time.Dura
 		seq           int64
 		before, after int64
 		by            string
+		attempts      int64 // the delivery's Attempts: the deliveries' order (0: not reported)
 	}
 	var (
 		putting    = map[string]bool{} // tokens an Update was sent for
@@ -189,7 +190,11 @@ func check(t testing.TB, lines []string, st store, perBatch int, lease time.Dura
 				drained[f[1]]++
 				continue
 			}
-			deliveries[f[1]] = append(deliveries[f[1]], delivery{seq, num(f[3]), num(f[4]), f[5]})
+			d := delivery{seq, num(f[3]), num(f[4]), f[5], 0}
+			if len(f) > 6 {
+				d.attempts = num(f[6])
+			}
+			deliveries[f[1]] = append(deliveries[f[1]], d)
 		}
 	}
 
@@ -319,7 +324,12 @@ func check(t testing.TB, lines []string, st store, perBatch int, lease time.Dura
 	// Leases: a message is delivered again only after the lease of its
 	// previous delivery ended.
 	for id, ds := range deliveries {
-		slices.SortFunc(ds, func(a, b delivery) int { return cmp.Compare(a.before, b.before) })
+		// In the order the deliveries happened: their attempt counts. (A
+		// ReceiveWait that began first may have waited past a later one's
+		// delivery: the times around the calls do not order them.)
+		slices.SortFunc(ds, func(a, b delivery) int {
+			return cmp.Or(cmp.Compare(a.attempts, b.attempts), cmp.Compare(a.before, b.before))
+		})
 		for i := 1; i < len(ds); i++ {
 			prev, cur := ds[i-1], ds[i]
 			if end := prev.before + int64(lease); cur.after < end {

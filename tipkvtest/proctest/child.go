@@ -243,7 +243,7 @@ func (w *workload) consume(ctx context.Context) {
 		recs := make([]consumed, len(ms))
 		for i, m := range ms {
 			ids[i], recs[i] = m.ID, consumed{ID: m.Value.ID, By: w.self}
-			w.out.printf("RECV %s %d %d %d %s", m.Value.ID, m.Seq, before.UnixNano(), after.UnixNano(), w.self)
+			w.out.printf("RECV %s %d %d %d %s %d", m.Value.ID, m.Seq, before.UnixNano(), after.UnixNano(), w.self, m.Attempts)
 		}
 		ack := func() error {
 			return w.db.Update(func(b *tipkv.Batch) error {
